@@ -1,0 +1,279 @@
+//===- DrcOps.td - drc operations --------------------------*- tablegen -*-===//
+//
+// Three tiers:
+//  * model level: what a spec imports to and a scheme author writes
+//    (embed, rms_norm, linear, attention, swiglu, add, cross_entropy);
+//  * kernel level: what drc-decompose turns the coarse sublayers into and
+//    what autodiff differentiates (matmul, rope, causal_attention, silu_mul);
+//  * training: adjoint ops emitted by gradient rules, gradient stores and the
+//    optimizer step, which read and write the runtime's parameter state.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_OPS_TD
+#define DRC_OPS_TD
+
+include "dialect/DrcDialect.td"
+include "dialect/DrcAttrs.td"
+include "dialect/DrcInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Drc_FloatTensor : TensorOf<[F32, F64]>;
+def Drc_TokenTensor : 1DTensorOf<[I32]>;
+def Drc_ScalarTensor : 0DTensorOf<[F32, F64]>;
+
+// Parameter, gradient and optimizer-moment storage owned by the runtime.
+def Drc_ParameterState : Resource<"::mlir::drc::ParameterStateResource">;
+def Drc_GradientState : Resource<"::mlir::drc::GradientStateResource">;
+
+class Drc_DiffOp<string mnemonic, list<Trait> traits = []>
+    : Drc_Op<mnemonic, !listconcat(traits, [Pure,
+        DeclareOpInterfaceMethods<Drc_DifferentiableOpInterface>])>;
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def Drc_ParamOp : Drc_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "declares a trainable parameter";
+  let description = [{
+    Declares a parameter of the model: its name (the checkpoint tensor name),
+    shape, initialiser and optimizer group. The runtime allocates, initialises
+    and updates it; IR reads it with `drc.param_ref`.
+
+    ```mlir
+    drc.param @blocks.0.attn.wq : tensor<64x64xf32> init #drc.init<trunc_normal(0.02, 0.06)> decay
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Drc_FloatTensor>:$type,
+                       Drc_InitAttr:$init,
+                       UnitAttr:$decay);
+  let assemblyFormat = "$sym_name `:` $type `init` qualified($init) (`decay` $decay^)? attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def Drc_ParamRefOp : Drc_Op<"param_ref", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead<Drc_ParameterState>]>]> {
+  let summary = "reads the current value of a parameter";
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+def Drc_EmbedOp : Drc_DiffOp<"embed"> {
+  let summary = "token embedding lookup: result[t] = table[tokens[t]]";
+  let arguments = (ins Drc_FloatTensor:$table, Drc_TokenTensor:$tokens);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$table `[` $tokens `]` attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_RMSNormOp : Drc_DiffOp<"rms_norm"> {
+  let summary = "RMS normalisation of each row, optionally scaled by a gain";
+  let description = [{
+    `y = g * x / sqrt(mean(x^2) + eps)` over the last dimension; without a gain
+    it is the parameter-free N-hat of ARCHITECTURES.md.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Optional<Drc_FloatTensor>:$gain,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input (`gain` $gain^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_LinearOp : Drc_Op<"linear", [Pure]> {
+  let summary = "token-wise linear map y = x W^T, with W of shape [out, in]";
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$weight);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_AttentionOp : Drc_Op<"attention", [Pure]> {
+  let summary = "causal multi-head self-attention with RoPE (no biases, no norm)";
+  let description = [{
+    q, k, v = u Wq^T, u Wk^T, u Wv^T split into `n_head` contiguous heads;
+    rotate-half RoPE with base `rope_theta` on q and k at each token's position
+    within its sequence of `seq_len` tokens; causal softmax(q k^T / sqrt(d_h)) v;
+    heads concatenated and projected by Wo.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$wq,
+                       Drc_FloatTensor:$wk, Drc_FloatTensor:$wv,
+                       Drc_FloatTensor:$wo, I64Attr:$n_head, I64Attr:$seq_len,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$rope_theta);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $wq `,` $wk `,` $wv `,` $wo attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Drc_SwiGLUOp : Drc_Op<"swiglu", [Pure]> {
+  let summary = "SwiGLU feed-forward W2 (SiLU(W1 u) * W3 u)";
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$w1,
+                       Drc_FloatTensor:$w3, Drc_FloatTensor:$w2);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $w1 `,` $w3 `,` $w2 attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_AddOp : Drc_DiffOp<"add", [SameOperandsAndResultType]> {
+  let summary = "elementwise sum";
+  let arguments = (ins Drc_FloatTensor:$lhs, Drc_FloatTensor:$rhs);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Drc_CrossEntropyOp : Drc_DiffOp<"cross_entropy"> {
+  let summary = "mean next-token cross-entropy of logits against target ids";
+  let arguments = (ins Drc_FloatTensor:$logits, Drc_TokenTensor:$targets);
+  let results = (outs Drc_ScalarTensor:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel level
+//===----------------------------------------------------------------------===//
+
+def Drc_MatmulOp : Drc_DiffOp<"matmul"> {
+  let summary = "C = op(A) op(B), op transposing when its flag is set";
+  let arguments = (ins Drc_FloatTensor:$lhs, Drc_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_RopeOp : Drc_DiffOp<"rope"> {
+  let summary = "rotate-half rotary position embedding per head";
+  let description = [{
+    For head j and i < d_h/2 the pair (i, i + d_h/2) is rotated by
+    t * theta^(-2i/d_h), t the position within the sequence. With `inverse`
+    the rotation is by the negated angle (the adjoint).
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, I64Attr:$n_head, I64Attr:$seq_len,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       UnitAttr:$inverse);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_CausalAttentionOp : Drc_DiffOp<"causal_attention"> {
+  let summary = "per-head causal softmax(q k^T / sqrt(d_h)) v; also the row log-sum-exp";
+  let arguments = (ins Drc_FloatTensor:$q, Drc_FloatTensor:$k, Drc_FloatTensor:$v,
+                       I64Attr:$n_head, I64Attr:$seq_len);
+  let results = (outs Drc_FloatTensor:$result, Drc_FloatTensor:$lse);
+  let assemblyFormat = "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_SiluMulOp : Drc_DiffOp<"silu_mul", [SameOperandsAndResultType]> {
+  let summary = "SiLU(a) * b, the SwiGLU gate";
+  let arguments = (ins Drc_FloatTensor:$gate, Drc_FloatTensor:$up);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Adjoints (emitted by gradient rules; not differentiable themselves)
+//===----------------------------------------------------------------------===//
+
+def Drc_RMSNormGradOp : Drc_Op<"rms_norm_grad", [Pure]> {
+  let summary = "input adjoint of rms_norm";
+  let arguments = (ins Drc_FloatTensor:$input, Optional<Drc_FloatTensor>:$gain,
+                       Drc_FloatTensor:$result_grad,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Drc_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input (`gain` $gain^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Drc_RMSNormGainGradOp : Drc_Op<"rms_norm_gain_grad", [Pure]> {
+  let summary = "gain adjoint of rms_norm: sum over rows of dy * x-hat";
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$result_grad,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Drc_FloatTensor:$gain_grad);
+  let assemblyFormat = "$input `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_EmbedGradOp : Drc_Op<"embed_grad", [Pure]> {
+  let summary = "table adjoint of embed: scatter-add of row adjoints by token id";
+  let arguments = (ins Drc_TokenTensor:$tokens, Drc_FloatTensor:$result_grad);
+  let results = (outs Drc_FloatTensor:$table_grad);
+  let assemblyFormat = "$tokens `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_CrossEntropyGradOp : Drc_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "logits adjoint of cross_entropy: (softmax - onehot) * dloss / N";
+  let arguments = (ins Drc_FloatTensor:$logits, Drc_TokenTensor:$targets,
+                       Drc_ScalarTensor:$result_grad);
+  let results = (outs Drc_FloatTensor:$logits_grad);
+  let assemblyFormat = "$logits `,` $targets `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_CausalAttentionGradOp : Drc_Op<"causal_attention_grad", [Pure]> {
+  let summary = "q, k, v adjoints of causal_attention from its saved output and lse";
+  let arguments = (ins Drc_FloatTensor:$q, Drc_FloatTensor:$k, Drc_FloatTensor:$v,
+                       Drc_FloatTensor:$out, Drc_FloatTensor:$lse,
+                       Drc_FloatTensor:$result_grad,
+                       I64Attr:$n_head, I64Attr:$seq_len);
+  let results = (outs Drc_FloatTensor:$q_grad, Drc_FloatTensor:$k_grad,
+                      Drc_FloatTensor:$v_grad);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $lse `grad` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Drc_SiluMulGradOp : Drc_Op<"silu_mul_grad", [Pure]> {
+  let summary = "gate and up adjoints of silu_mul";
+  let arguments = (ins Drc_FloatTensor:$gate, Drc_FloatTensor:$up,
+                       Drc_FloatTensor:$result_grad);
+  let results = (outs Drc_FloatTensor:$gate_grad, Drc_FloatTensor:$up_grad);
+  let assemblyFormat = "$gate `,` $up `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Training state
+//===----------------------------------------------------------------------===//
+
+def Drc_GradStoreOp : Drc_Op<"grad_store", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite<Drc_GradientState>]>]> {
+  let summary = "stores the step's gradient of a parameter";
+  let arguments = (ins FlatSymbolRefAttr:$param, Drc_FloatTensor:$grad);
+  let assemblyFormat = "$grad `to` $param attr-dict `:` type($grad)";
+}
+
+def Drc_AdamWOp : Drc_Op<"adamw", [
+    MemoryEffects<[MemRead<Drc_GradientState>, MemRead<Drc_ParameterState>,
+                   MemWrite<Drc_ParameterState>]>]> {
+  let summary = "clips the global gradient norm, then one AdamW step on every parameter";
+  let description = [{
+    Reads every parameter's stored gradient, scales all of them by
+    min(1, max_grad_norm / ||g||) and applies AdamW with decoupled weight decay
+    to the parameters declared `decay`. `step` is the 1-based step count used
+    for bias correction. Returns the gradient norm before clipping.
+  }];
+  let arguments = (ins Drc_ScalarTensor:$lr, Drc_ScalarTensor:$step,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
+                       F64Attr:$weight_decay, F64Attr:$max_grad_norm);
+  let results = (outs Drc_ScalarTensor:$grad_norm);
+  let assemblyFormat = "$lr `,` $step attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // DRC_OPS_TD

@@ -1,0 +1,255 @@
+//===- DrcVerifiers.cpp - Shape and symbol checks of drc ops -------------===//
+//
+// Every message says which operand is wrong, what was found and what was
+// expected, so a scheme author can fix the IR from the diagnostic alone.
+//
+//===----------------------------------------------------------------------===//
+#include "dialect/DrcDialect.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+namespace {
+
+RankedTensorType ranked(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+std::string shapeString(RankedTensorType type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleave(type.getShape(), os, ", ");
+  os << "]";
+  return s;
+}
+
+/// Checks that `value` is a static tensor of `rank` with the given element
+/// type (when non-null).
+LogicalResult expectTensor(Operation *op, Value value, StringRef what,
+                           int64_t rank, Type elementType = {}) {
+  RankedTensorType type = ranked(value);
+  if (!type.hasStaticShape())
+    return op->emitOpError() << what << " must have a static shape, found "
+                             << value.getType();
+  if (type.getRank() != rank)
+    return op->emitOpError() << what << " must have rank " << rank
+                             << ", found " << value.getType();
+  if (elementType && type.getElementType() != elementType)
+    return op->emitOpError() << what << " has element type "
+                             << type.getElementType() << " but the op works in "
+                             << elementType;
+  return success();
+}
+
+LogicalResult expectShape(Operation *op, Value value, StringRef what,
+                          ArrayRef<int64_t> shape, StringRef why) {
+  RankedTensorType type = ranked(value);
+  if (type.getShape() != shape) {
+    auto expected = RankedTensorType::get(shape, type.getElementType());
+    return op->emitOpError()
+           << what << " has shape " << shapeString(type) << " but " << why
+           << " requires " << shapeString(expected);
+  }
+  return success();
+}
+
+/// Checks the head split shared by attention, rope and causal_attention.
+LogicalResult verifyHeads(Operation *op, int64_t tokens, int64_t width,
+                          int64_t nHead, int64_t seqLen) {
+  if (nHead <= 0 || width % nHead != 0)
+    return op->emitOpError() << "n_head = " << nHead
+                             << " must be positive and divide the width "
+                             << width;
+  if ((width / nHead) % 2 != 0)
+    return op->emitOpError() << "head dimension " << width / nHead
+                             << " (width " << width << " / n_head " << nHead
+                             << ") must be even for RoPE";
+  if (seqLen <= 0 || tokens % seqLen != 0)
+    return op->emitOpError()
+           << "seq_len = " << seqLen << " must be positive and divide the "
+           << tokens << " tokens (tokens = batch x seq_len)";
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  if (!type.hasStaticShape() || type.getNumElements() == 0)
+    return emitOpError() << "parameter @" << getSymName()
+                         << " needs a static, non-empty shape, found " << type;
+  return success();
+}
+
+/// Resolves `name` to a drc.param and checks that `type` matches its shape.
+static LogicalResult verifyParamUse(Operation *op, SymbolTableCollection &table,
+                                    FlatSymbolRefAttr name, Type type) {
+  auto param = table.lookupNearestSymbolFrom<ParamOp>(op, name);
+  if (!param)
+    return op->emitOpError() << "refers to " << name
+                             << ", which is not a drc.param of this module";
+  if (param.getType() != type)
+    return op->emitOpError() << "uses " << name << " as " << type
+                             << " but it is declared " << param.getType();
+  return success();
+}
+
+LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyParamUse(*this, table, getParamAttr(), getType());
+}
+
+LogicalResult GradStoreOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyParamUse(*this, table, getParamAttr(), getGrad().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbedOp::verify() {
+  if (failed(expectTensor(*this, getTable(), "table", 2)) ||
+      failed(expectTensor(*this, getResult(), "result", 2,
+                          ranked(getTable()).getElementType())))
+    return failure();
+  int64_t tokens = ranked(getTokens()).getDimSize(0);
+  int64_t width = ranked(getTable()).getDimSize(1);
+  return expectShape(*this, getResult(), "result", {tokens, width},
+                     "one row of the table per token");
+}
+
+LogicalResult RMSNormOp::verify() {
+  RankedTensorType type = ranked(getInput());
+  if (getResult().getType() != type)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type " << type;
+  if (getEps().convertToDouble() < 0)
+    return emitOpError() << "eps must be non-negative";
+  if (Value gain = getGain()) {
+    if (failed(expectTensor(*this, gain, "gain", 1, type.getElementType())))
+      return failure();
+    return expectShape(*this, gain, "gain", {type.getShape().back()},
+                       "normalising rows of width " +
+                           std::to_string(type.getShape().back()));
+  }
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  Type element = ranked(getInput()).getElementType();
+  if (failed(expectTensor(*this, getInput(), "input", 2)) ||
+      failed(expectTensor(*this, getWeight(), "weight", 2, element)))
+    return failure();
+  ArrayRef<int64_t> x = ranked(getInput()).getShape();
+  ArrayRef<int64_t> w = ranked(getWeight()).getShape();
+  if (w[1] != x[1])
+    return emitOpError() << "weight is [out, in] = [" << w[0] << ", " << w[1]
+                         << "] but the input rows have width " << x[1];
+  return expectShape(*this, getResult(), "result", {x[0], w[0]},
+                     "x W^T with W = [out, in]");
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType type = ranked(getInput());
+  if (failed(expectTensor(*this, getInput(), "input", 2)))
+    return failure();
+  int64_t tokens = type.getDimSize(0), width = type.getDimSize(1);
+  for (auto [name, w] : {std::pair<StringRef, Value>{"wq", getWq()},
+                         {"wk", getWk()}, {"wv", getWv()}, {"wo", getWo()}}) {
+    if (failed(expectTensor(*this, w, name, 2, type.getElementType())) ||
+        failed(expectShape(*this, w, name, {width, width},
+                           "an input of width " + std::to_string(width))))
+      return failure();
+  }
+  if (getResult().getType() != type)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type " << type;
+  return verifyHeads(*this, tokens, width, getNHead(), getSeqLen());
+}
+
+LogicalResult SwiGLUOp::verify() {
+  RankedTensorType type = ranked(getInput());
+  if (failed(expectTensor(*this, getInput(), "input", 2)) ||
+      failed(expectTensor(*this, getW1(), "w1", 2, type.getElementType())))
+    return failure();
+  int64_t width = type.getDimSize(1);
+  int64_t hidden = ranked(getW1()).getDimSize(0);
+  std::string why = "an FFN of width " + std::to_string(width) +
+                    " and hidden width " + std::to_string(hidden);
+  if (failed(expectShape(*this, getW1(), "w1", {hidden, width}, why)) ||
+      failed(expectShape(*this, getW3(), "w3", {hidden, width}, why)) ||
+      failed(expectShape(*this, getW2(), "w2", {width, hidden}, why)))
+    return failure();
+  if (getResult().getType() != type)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type " << type;
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(expectTensor(*this, getLogits(), "logits", 2)))
+    return failure();
+  int64_t tokens = ranked(getLogits()).getDimSize(0);
+  if (ranked(getTargets()).getDimSize(0) != tokens)
+    return emitOpError() << "has " << ranked(getTargets()).getDimSize(0)
+                         << " targets for " << tokens << " rows of logits";
+  if (ranked(getResult()).getElementType() !=
+      ranked(getLogits()).getElementType())
+    return emitOpError() << "result element type must match the logits";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel level
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  Type element = ranked(getLhs()).getElementType();
+  if (failed(expectTensor(*this, getLhs(), "lhs", 2)) ||
+      failed(expectTensor(*this, getRhs(), "rhs", 2, element)))
+    return failure();
+  ArrayRef<int64_t> a = ranked(getLhs()).getShape();
+  ArrayRef<int64_t> b = ranked(getRhs()).getShape();
+  int64_t m = getTransposeLhs() ? a[1] : a[0];
+  int64_t ka = getTransposeLhs() ? a[0] : a[1];
+  int64_t kb = getTransposeRhs() ? b[1] : b[0];
+  int64_t n = getTransposeRhs() ? b[0] : b[1];
+  if (ka != kb)
+    return emitOpError() << "contracts a dimension of " << ka
+                         << " (lhs) with one of " << kb << " (rhs)";
+  return expectShape(*this, getResult(), "result", {m, n},
+                     "op(lhs) x op(rhs)");
+}
+
+LogicalResult RopeOp::verify() {
+  RankedTensorType type = ranked(getInput());
+  if (failed(expectTensor(*this, getInput(), "input", 2)))
+    return failure();
+  if (getResult().getType() != type)
+    return emitOpError() << "result type must equal the input type";
+  return verifyHeads(*this, type.getDimSize(0), type.getDimSize(1), getNHead(),
+                     getSeqLen());
+}
+
+LogicalResult CausalAttentionOp::verify() {
+  RankedTensorType type = ranked(getQ());
+  if (failed(expectTensor(*this, getQ(), "q", 2)))
+    return failure();
+  if (getK().getType() != type || getV().getType() != type ||
+      getResult().getType() != type)
+    return emitOpError() << "q, k, v and the result must share one type, "
+                            "found "
+                         << type << ", " << getK().getType() << ", "
+                         << getV().getType() << " -> "
+                         << getResult().getType();
+  int64_t tokens = type.getDimSize(0);
+  if (failed(verifyHeads(*this, tokens, type.getDimSize(1), getNHead(),
+                         getSeqLen())))
+    return failure();
+  return expectShape(*this, getLse(), "lse", {tokens, static_cast<int64_t>(getNHead())},
+                     "one log-sum-exp per token and head");
+}

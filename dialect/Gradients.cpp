@@ -1,0 +1,103 @@
+//===- Gradients.cpp - Reverse-mode rules of the differentiable drc ops --===//
+//
+// One vector-Jacobian product per op. Rules emit kernel-level drc ops only, so
+// the backward program lowers through the same path as the forward one.
+//
+//===----------------------------------------------------------------------===//
+#include "dialect/DrcDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+LogicalResult AddOp::buildGradient(OpBuilder &, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign({resultGrads[0], resultGrads[0]});
+  return success();
+}
+
+LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  Value dx = b.create<RMSNormGradOp>(getLoc(), getInput().getType(), getInput(),
+                                     getGain(), dy, getEpsAttr());
+  operandGrads.push_back(dx);
+  if (Value gain = getGain())
+    operandGrads.push_back(b.create<RMSNormGainGradOp>(
+        getLoc(), gain.getType(), getInput(), dy, getEpsAttr()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildGradient(
+    OpBuilder &b, ValueRange resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(b.create<CrossEntropyGradOp>(
+      getLoc(), getLogits().getType(), getLogits(), getTargets(),
+      resultGrads[0]));
+  operandGrads.push_back(Value());
+  return success();
+}
+
+LogicalResult EmbedOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(b.create<EmbedGradOp>(
+      getLoc(), getTable().getType(), getTokens(), resultGrads[0]));
+  operandGrads.push_back(Value());
+  return success();
+}
+
+LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  // With A' = op(A), B' = op(B): dA' = dC B'^T and dB' = A'^T dC; transposing
+  // back where op transposed gives each case as one more matmul.
+  Value dC = resultGrads[0];
+  Value a = getLhs(), bv = getRhs();
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  auto matmul = [&](Value lhs, Value rhs, bool tl, bool tr, Type type) {
+    auto op = b.create<MatmulOp>(getLoc(), type, lhs, rhs);
+    op.setTransposeLhs(tl);
+    op.setTransposeRhs(tr);
+    return op.getResult();
+  };
+  Value dA = ta ? matmul(bv, dC, tb, true, a.getType())
+                : matmul(dC, bv, false, !tb, a.getType());
+  Value dB = tb ? matmul(dC, a, true, ta, bv.getType())
+                : matmul(a, dC, !ta, false, bv.getType());
+  operandGrads.assign({dA, dB});
+  return success();
+}
+
+LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  // A rotation's adjoint is the rotation by the negated angle.
+  auto adjoint = b.create<RopeOp>(getLoc(), getType(), resultGrads[0],
+                                  getNHeadAttr(), getSeqLenAttr(),
+                                  getThetaAttr(), UnitAttr());
+  adjoint.setInverse(!getInverse());
+  operandGrads.push_back(adjoint);
+  return success();
+}
+
+LogicalResult CausalAttentionOp::buildGradient(
+    OpBuilder &b, ValueRange resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[1])
+    return emitOpError("cannot differentiate through the log-sum-exp result; "
+                       "it is saved for the backward pass only");
+  Value dOut = resultGrads[0];
+  auto grad = b.create<CausalAttentionGradOp>(
+      getLoc(), TypeRange{getQ().getType(), getK().getType(), getV().getType()},
+      getQ(), getK(), getV(), getResult(), getLse(), dOut, getNHeadAttr(),
+      getSeqLenAttr());
+  operandGrads.assign(grad.getResults().begin(), grad.getResults().end());
+  return success();
+}
+
+LogicalResult SiluMulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<SiluMulGradOp>(getLoc(), getType(), getType(), getGate(),
+                                      getUp(), resultGrads[0]);
+  operandGrads.assign({grad.getGateGrad(), grad.getUpGrad()});
+  return success();
+}

@@ -1,0 +1,58 @@
+// RUN: drc-opt %s | drc-opt | FileCheck %s
+// RUN: drc-opt %s --mlir-print-op-generic | drc-opt | FileCheck %s
+
+// CHECK: drc.param @embed.weight : tensor<16x8xf32> init #drc.init<trunc_normal(2.000000e-02, 6.000000e-02)> decay
+drc.param @embed.weight : tensor<16x8xf32> init #drc.init<trunc_normal(0.02, 0.06)> decay
+// CHECK: drc.param @norm.gain : tensor<8xf32> init #drc.init<constant(1.000000e+00)>{{$}}
+drc.param @norm.gain : tensor<8xf32> init #drc.init<constant(1.0)>
+drc.param @wq : tensor<8x8xf32> init #drc.init<trunc_normal(0.02, 0.06)> decay
+drc.param @w1 : tensor<24x8xf32> init #drc.init<trunc_normal(0.02, 0.06)> decay
+drc.param @w2 : tensor<8x24xf32> init #drc.init<trunc_normal(0.02, 0.06)> decay
+
+// CHECK-LABEL: func.func @model
+func.func @model(%tokens: tensor<6xi32>, %targets: tensor<6xi32>) -> tensor<f32> {
+  // CHECK: %[[E:.*]] = drc.param_ref @embed.weight : tensor<16x8xf32>
+  %e = drc.param_ref @embed.weight : tensor<16x8xf32>
+  %g = drc.param_ref @norm.gain : tensor<8xf32>
+  %wq = drc.param_ref @wq : tensor<8x8xf32>
+  %w1 = drc.param_ref @w1 : tensor<24x8xf32>
+  %w2 = drc.param_ref @w2 : tensor<8x24xf32>
+  // CHECK: drc.embed %[[E]][%{{.*}}] : (tensor<16x8xf32>, tensor<6xi32>) -> tensor<6x8xf32>
+  %h = drc.embed %e[%tokens] : (tensor<16x8xf32>, tensor<6xi32>) -> tensor<6x8xf32>
+  // CHECK: drc.rms_norm %{{.*}} gain %{{.*}} {eps = 1.000000e-05 : f64}
+  %u = drc.rms_norm %h gain %g {eps = 1.0e-5 : f64} : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<6x8xf32>
+  // CHECK: drc.rms_norm %{{.*}} : (tensor<6x8xf32>) -> tensor<6x8xf32>
+  %n = drc.rms_norm %h : (tensor<6x8xf32>) -> tensor<6x8xf32>
+  // CHECK: drc.attention {{.*}} {n_head = 2 : i64, seq_len = 3 : i64}
+  %a = drc.attention %u, %wq, %wq, %wq, %wq {n_head = 2 : i64, seq_len = 3 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+  %h1 = drc.add %h, %a : tensor<6x8xf32>
+  // CHECK: drc.swiglu
+  %f = drc.swiglu %n, %w1, %w1, %w2 : (tensor<6x8xf32>, tensor<24x8xf32>, tensor<24x8xf32>, tensor<8x24xf32>) -> tensor<6x8xf32>
+  %h2 = drc.add %h1, %f : tensor<6x8xf32>
+  // CHECK: drc.linear
+  %logits = drc.linear %h2, %e : (tensor<6x8xf32>, tensor<16x8xf32>) -> tensor<6x16xf32>
+  // CHECK: drc.cross_entropy
+  %loss = drc.cross_entropy %logits, %targets : (tensor<6x16xf32>, tensor<6xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @kernels
+func.func @kernels(%x: tensor<6x8xf64>, %w: tensor<8x8xf64>, %t: tensor<6xi32>, %s: tensor<f64>) {
+  // CHECK: drc.matmul {{.*}} {transpose_rhs}
+  %0 = drc.matmul %x, %w {transpose_rhs} : (tensor<6x8xf64>, tensor<8x8xf64>) -> tensor<6x8xf64>
+  // CHECK: drc.rope {{.*}}inverse
+  %1 = drc.rope %0 {n_head = 2 : i64, seq_len = 3 : i64, inverse} : (tensor<6x8xf64>) -> tensor<6x8xf64>
+  // CHECK: drc.causal_attention
+  %2:2 = drc.causal_attention %1, %1, %1 {n_head = 2 : i64, seq_len = 3 : i64} : (tensor<6x8xf64>, tensor<6x8xf64>, tensor<6x8xf64>) -> (tensor<6x8xf64>, tensor<6x2xf64>)
+  // CHECK: drc.causal_attention_grad
+  %3:3 = drc.causal_attention_grad %1, %1, %1, %2#0, %2#1 grad %0 {n_head = 2 : i64, seq_len = 3 : i64} : (tensor<6x8xf64>, tensor<6x8xf64>, tensor<6x8xf64>, tensor<6x8xf64>, tensor<6x2xf64>, tensor<6x8xf64>) -> (tensor<6x8xf64>, tensor<6x8xf64>, tensor<6x8xf64>)
+  // CHECK: drc.silu_mul
+  %4 = drc.silu_mul %0, %1 : tensor<6x8xf64>
+  // CHECK: drc.silu_mul_grad
+  %5:2 = drc.silu_mul_grad %0, %1 grad %4 : (tensor<6x8xf64>, tensor<6x8xf64>, tensor<6x8xf64>) -> (tensor<6x8xf64>, tensor<6x8xf64>)
+  // CHECK: drc.embed_grad
+  %6 = drc.embed_grad %t grad %0 : (tensor<6xi32>, tensor<6x8xf64>) -> tensor<16x8xf64>
+  // CHECK: drc.cross_entropy_grad
+  %7 = drc.cross_entropy_grad %0, %t grad %s : (tensor<6x8xf64>, tensor<6xi32>, tensor<f64>) -> tensor<6x8xf64>
+  return
+}
