@@ -1,0 +1,119 @@
+// RUN: drc-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{trunc_normal needs a positive std and clip, got (-2.000000e-02, 6.000000e-02)}}
+drc.param @w : tensor<4x4xf32> init #drc.init<trunc_normal(-0.02, 0.06)>
+
+// -----
+
+// expected-error @+1 {{unknown initialiser 'uniform'; expected trunc_normal(std, clip) or constant(value)}}
+drc.param @w : tensor<4x4xf32> init #drc.init<uniform(0.1)>
+
+// -----
+
+// expected-error @+1 {{parameter @w needs a static, non-empty shape, found 'tensor<?x4xf32>'}}
+drc.param @w : tensor<?x4xf32> init #drc.init<constant(1.0)>
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{refers to @missing, which is not a drc.param of this module}}
+  %0 = drc.param_ref @missing : tensor<4xf32>
+  return
+}
+
+// -----
+
+drc.param @g : tensor<8xf32> init #drc.init<constant(1.0)>
+func.func @f() {
+  // expected-error @+1 {{uses @g as 'tensor<4xf32>' but it is declared 'tensor<8xf32>'}}
+  %0 = drc.param_ref @g : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{gain has shape [4] but normalising rows of width 8 requires [8]}}
+  %0 = drc.rms_norm %x gain %g : (tensor<6x8xf32>, tensor<4xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<4x6xf32>) {
+  // expected-error @+1 {{weight is [out, in] = [4, 6] but the input rows have width 8}}
+  %0 = drc.linear %x, %w : (tensor<6x8xf32>, tensor<4x6xf32>) -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<8x8xf32>) {
+  // expected-error @+1 {{n_head = 3 must be positive and divide the width 8}}
+  %0 = drc.attention %x, %w, %w, %w, %w {n_head = 3 : i64, seq_len = 3 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<8x8xf32>) {
+  // expected-error @+1 {{head dimension 1 (width 8 / n_head 8) must be even for RoPE}}
+  %0 = drc.attention %x, %w, %w, %w, %w {n_head = 8 : i64, seq_len = 3 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<8x8xf32>) {
+  // expected-error @+1 {{seq_len = 4 must be positive and divide the 6 tokens (tokens = batch x seq_len)}}
+  %0 = drc.attention %x, %w, %w, %w, %w {n_head = 2 : i64, seq_len = 4 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<8x8xf32>, %k: tensor<8x4xf32>) {
+  // expected-error @+1 {{wk has shape [8, 4] but an input of width 8 requires [8, 8]}}
+  %0 = drc.attention %x, %w, %k, %w, %w {n_head = 2 : i64, seq_len = 3 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x4xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w1: tensor<24x8xf32>, %w2: tensor<8x16xf32>) {
+  // expected-error @+1 {{w2 has shape [8, 16] but an FFN of width 8 and hidden width 24 requires [8, 24]}}
+  %0 = drc.swiglu %x, %w1, %w1, %w2 : (tensor<6x8xf32>, tensor<24x8xf32>, tensor<24x8xf32>, tensor<8x16xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %t: tensor<5xi32>) {
+  // expected-error @+1 {{has 5 targets for 6 rows of logits}}
+  %0 = drc.cross_entropy %x, %t : (tensor<6x8xf32>, tensor<5xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<6x8xf32>, %b: tensor<6x8xf32>) {
+  // expected-error @+1 {{contracts a dimension of 8 (lhs) with one of 6 (rhs)}}
+  %0 = drc.matmul %a, %b : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<6x8xf32>, %b: tensor<8x8xf64>) {
+  // expected-error @+1 {{rhs has element type 'f64' but the op works in 'f32'}}
+  %0 = drc.matmul %a, %b : (tensor<6x8xf32>, tensor<8x8xf64>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%e: tensor<16x8xf32>, %t: tensor<6xi32>) {
+  // expected-error @+1 {{result has shape [6, 4] but one row of the table per token requires [6, 8]}}
+  %0 = drc.embed %e[%t] : (tensor<16x8xf32>, tensor<6xi32>) -> tensor<6x4xf32>
+  return
+}
