@@ -1,0 +1,270 @@
+//===- ModelSpec.cpp - Strict parsing of a model's .toml spec ------------===//
+#include "runtime/ModelSpec.h"
+
+#include "runtime/Error.h"
+
+#if __has_include(<toml++/toml.hpp>)
+#include <toml++/toml.hpp>
+#else
+#include <toml++/toml.h>
+#endif
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+namespace drc {
+namespace {
+
+std::string where(const std::string &path, const toml::source_region &src) {
+  std::ostringstream os;
+  os << path << ":" << src.begin.line << ":" << src.begin.column;
+  return os.str();
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// One known key of a table: how to read it into the spec.
+struct Field {
+  std::string key;
+  std::string type; ///< for messages: "an integer", "a number", "a string"
+  std::function<bool(const toml::node &)> read; ///< false: wrong type
+};
+
+Field integer(std::string key, int64_t &out) {
+  return {std::move(key), "an integer", [&out](const toml::node &n) {
+            if (!n.is_integer())
+              return false;
+            out = n.as_integer()->get();
+            return true;
+          }};
+}
+
+Field unsignedInteger(std::string key, uint64_t &out) {
+  return {std::move(key), "a non-negative integer", [&out](const toml::node &n) {
+            if (!n.is_integer() || n.as_integer()->get() < 0)
+              return false;
+            out = static_cast<uint64_t>(n.as_integer()->get());
+            return true;
+          }};
+}
+
+Field number(std::string key, double &out) {
+  return {std::move(key), "a number", [&out](const toml::node &n) {
+            if (n.is_floating_point())
+              out = n.as_floating_point()->get();
+            else if (n.is_integer())
+              out = static_cast<double>(n.as_integer()->get());
+            else
+              return false;
+            return true;
+          }};
+}
+
+Field string(std::string key, std::string &out) {
+  return {std::move(key), "a string", [&out](const toml::node &n) {
+            if (!n.is_string())
+              return false;
+            out = n.as_string()->get();
+            return true;
+          }};
+}
+
+const char *typeName(const toml::node &n) {
+  switch (n.type()) {
+  case toml::node_type::table: return "a table";
+  case toml::node_type::array: return "an array";
+  case toml::node_type::string: return "a string";
+  case toml::node_type::integer: return "an integer";
+  case toml::node_type::floating_point: return "a floating-point number";
+  case toml::node_type::boolean: return "a boolean";
+  default: return "a date/time";
+  }
+}
+
+std::string suggestion(const std::string &key,
+                       const std::vector<std::string> &known) {
+  std::string best;
+  size_t bestDistance = 3; // only suggest plausible typos
+  for (const std::string &k : known) {
+    size_t d = editDistance(key, k);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = k;
+    }
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::string joined(const std::vector<std::string> &keys) {
+  std::string s;
+  for (const std::string &k : keys)
+    s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+/// Reads every key of `table` through `fields`; rejects unknown and mistyped
+/// keys.
+void readTable(const std::string &path, const std::string &name,
+               const toml::table &table, const std::vector<Field> &fields) {
+  std::vector<std::string> known;
+  for (const Field &f : fields)
+    known.push_back(f.key);
+  for (const auto &[key, node] : table) {
+    std::string k(key.str());
+    auto field = std::find_if(fields.begin(), fields.end(),
+                              [&](const Field &f) { return f.key == k; });
+    if (field == fields.end())
+      throw InputError(where(path, key.source()) + ": unknown key '" + k +
+                       "' in [" + name + "]" + suggestion(k, known) +
+                       " (known keys: " + joined(known) + ")");
+    if (!field->read(node))
+      throw InputError(where(path, node.source()) + ": [" + name + "] " + k +
+                       " must be " + field->type + ", found " +
+                       typeName(node));
+  }
+}
+
+void require(bool ok, const std::string &path, const std::string &message) {
+  if (!ok)
+    throw InputError(path + ": " + message);
+}
+
+void validate(const ModelSpec &s) {
+  const std::string &p = s.path;
+  const ModelShape &m = s.model;
+  require(m.vocab > 1, p, "[model] vocab must be at least 2");
+  require(m.dModel > 0, p, "[model] d_model must be set to a positive integer");
+  require(m.nLayer > 0, p, "[model] n_layer must be set to a positive integer");
+  require(m.nHead > 0 && m.dModel % m.nHead == 0, p,
+          "[model] n_head = " + std::to_string(m.nHead) +
+              " must be positive and divide d_model = " +
+              std::to_string(m.dModel));
+  require((m.dModel / m.nHead) % 2 == 0, p,
+          "[model] the head dimension d_model / n_head = " +
+              std::to_string(m.dModel / m.nHead) + " must be even for RoPE");
+  require(m.dFF > 0, p, "[model] d_ff must be positive");
+  require(m.seqLen > 0, p, "[model] seq_len must be set to a positive integer");
+  require(m.normEps >= 0, p, "[model] norm_eps must be non-negative");
+  require(m.ropeTheta > 0, p, "[model] rope_theta must be positive");
+  require(s.residual.scheme == "preln", p,
+          "[residual] scheme '" + s.residual.scheme +
+              "' is not known; available: preln");
+  const TrainSpec &t = s.train;
+  require(t.batch > 0, p, "[train] batch must be set to a positive integer");
+  require(t.steps > 0, p, "[train] steps must be set to a positive integer");
+  require(t.lr > 0, p, "[train] lr must be set to a positive number");
+  require(t.warmupFraction >= 0 && t.warmupFraction < 1, p,
+          "[train] warmup_fraction must be in [0, 1)");
+  require(t.finalLrFraction >= 0 && t.finalLrFraction <= 1, p,
+          "[train] final_lr_fraction must be in [0, 1]");
+  require(t.beta1 >= 0 && t.beta1 < 1 && t.beta2 >= 0 && t.beta2 < 1, p,
+          "[train] beta1 and beta2 must be in [0, 1)");
+  require(t.adamEps > 0, p, "[train] adam_eps must be positive");
+  require(t.weightDecay >= 0, p, "[train] weight_decay must be non-negative");
+  require(t.gradClip > 0, p, "[train] grad_clip must be positive");
+  require(t.initStd > 0, p, "[train] init_std must be positive");
+  require(t.evalEvery > 0, p, "[train] eval_every must be positive");
+  require(t.evalTokens >= m.seqLen, p,
+          "[train] eval_tokens must be at least seq_len");
+}
+
+} // namespace
+
+int64_t defaultFFNWidth(int64_t dModel) {
+  return 16 * ((8 * dModel + 47) / 48);
+}
+
+ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error &e) {
+    throw InputError(where(path, e.source()) + ": " +
+                     std::string(e.description()));
+  }
+  ModelSpec spec;
+  spec.path = path;
+  ModelShape &m = spec.model;
+  TrainSpec &t = spec.train;
+  bool dFFSet = false;
+  int64_t dFF = 0;
+
+  std::vector<Field> sections;
+  auto section = [&](const std::string &name, std::vector<Field> fields) {
+    return Field{name, "a table", [&path, name, fields](const toml::node &n) {
+                   if (!n.is_table())
+                     return false;
+                   readTable(path, name, *n.as_table(), fields);
+                   return true;
+                 }};
+  };
+  Field dFFField = integer("d_ff", dFF);
+  dFFField.read = [&, inner = dFFField.read](const toml::node &n) {
+    dFFSet = true;
+    return inner(n);
+  };
+  sections.push_back(section(
+      "model", {integer("vocab", m.vocab), integer("d_model", m.dModel),
+                integer("n_layer", m.nLayer), integer("n_head", m.nHead),
+                dFFField, integer("seq_len", m.seqLen),
+                number("norm_eps", m.normEps),
+                number("rope_theta", m.ropeTheta)}));
+  sections.push_back(
+      section("residual", {string("scheme", spec.residual.scheme)}));
+  sections.push_back(section(
+      "train",
+      {integer("batch", t.batch), integer("steps", t.steps),
+       number("lr", t.lr), number("warmup_fraction", t.warmupFraction),
+       number("final_lr_fraction", t.finalLrFraction),
+       number("weight_decay", t.weightDecay), number("beta1", t.beta1),
+       number("beta2", t.beta2), number("adam_eps", t.adamEps),
+       number("grad_clip", t.gradClip), number("init_std", t.initStd),
+       integer("eval_every", t.evalEvery),
+       integer("eval_tokens", t.evalTokens),
+       unsignedInteger("seed", t.seed)}));
+  readTable(path, "top level", root, sections);
+  for (const char *required : {"model", "train"})
+    require(root.contains(required), path,
+            std::string("missing the [") + required + "] table");
+
+  m.dFF = dFFSet ? dFF : defaultFFNWidth(m.dModel);
+  validate(spec);
+  return spec;
+}
+
+ModelSpec loadModelSpec(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path + ": cannot open the model spec");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseModelSpec(text.str(), path);
+}
+
+std::string modelFingerprint(const ModelSpec &spec) {
+  const ModelShape &m = spec.model;
+  std::ostringstream os;
+  os << spec.residual.scheme << ";V=" << m.vocab << ";d=" << m.dModel
+     << ";L=" << m.nLayer << ";H=" << m.nHead << ";ff=" << m.dFF;
+  return os.str();
+}
+
+} // namespace drc

@@ -1,0 +1,79 @@
+//===- ModelSpec.h - A model's .toml spec -----------------------*- C++ -*-===//
+//
+// The model spec is what a user writes to choose a backbone shape, a residual
+// scheme and a training recipe (docs/spec.md). Parsing is strict: an unknown,
+// misspelt or mistyped key is an InputError naming file:line, so a typo never
+// silently falls back to a default.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_RUNTIME_MODELSPEC_H
+#define DRC_RUNTIME_MODELSPEC_H
+
+#include <cstdint>
+#include <string>
+
+namespace drc {
+
+/// Backbone shape (ARCHITECTURES.md §1.1).
+struct ModelShape {
+  int64_t vocab = 256;
+  int64_t dModel = 0;
+  int64_t nLayer = 0;
+  int64_t nHead = 0;
+  int64_t dFF = 0; ///< 16·ceil(8d/48) unless the spec sets it
+  int64_t seqLen = 0;
+  double normEps = 1e-6;
+  double ropeTheta = 10000.0;
+};
+
+/// The residual topology and its options.
+struct ResidualSpec {
+  std::string scheme = "preln";
+};
+
+/// The training recipe (ARCHITECTURES.md §1.3-1.4).
+struct TrainSpec {
+  int64_t batch = 0;
+  int64_t steps = 0;
+  double lr = 0;
+  double warmupFraction = 0.1;
+  double finalLrFraction = 0.1;
+  double weightDecay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double adamEps = 1e-8;
+  double gradClip = 1.0;
+  double initStd = 0.02;
+  int64_t evalEvery = 100;
+  int64_t evalTokens = 65536; ///< per validation domain
+  uint64_t seed = 1;
+};
+
+/// A parsed, validated model spec.
+struct ModelSpec {
+  std::string path;
+  ModelShape model;
+  ResidualSpec residual;
+  TrainSpec train;
+
+  /// Tokens per training step.
+  int64_t tokensPerStep() const { return train.batch * model.seqLen; }
+};
+
+/// The default FFN width of ARCHITECTURES.md: 8d/3 rounded up to 16.
+int64_t defaultFFNWidth(int64_t dModel);
+
+/// Parses and validates the spec at `path`; throws InputError
+/// ("path:line:col: ...") on anything wrong.
+ModelSpec loadModelSpec(const std::string &path);
+
+/// Parses spec text (for tests); `path` is used in messages only.
+ModelSpec parseModelSpec(const std::string &text, const std::string &path);
+
+/// A stable fingerprint of everything that determines the parameter table
+/// and the compiled program (not the schedule), stored in checkpoints.
+std::string modelFingerprint(const ModelSpec &spec);
+
+} // namespace drc
+
+#endif // DRC_RUNTIME_MODELSPEC_H
