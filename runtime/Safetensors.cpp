@@ -80,9 +80,14 @@ int64_t TensorEntry::numElements() const {
 
 void writeSafetensors(const std::string &path, std::vector<TensorRef> tensors,
                       const std::map<std::string, std::string> &metadata) {
-  std::sort(
-      tensors.begin(), tensors.end(),
-      [](const TensorRef &a, const TensorRef &b) { return a.name < b.name; });
+  // As the reference writer does: wider dtypes first, so that with the
+  // 8-byte-aligned header every tensor starts aligned to its element size and
+  // readers can view mapped data in place; then by name.
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorRef &a, const TensorRef &b) {
+              size_t sa = dtypeSize(a.dtype), sb = dtypeSize(b.dtype);
+              return sa != sb ? sa > sb : a.name < b.name;
+            });
 
   JsonValue header = JsonValue::object();
   if (!metadata.empty()) {
@@ -95,8 +100,7 @@ void writeSafetensors(const std::string &path, std::vector<TensorRef> tensors,
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorRef &t = tensors[i];
-    if (t.name.empty() || t.name == "__metadata__" ||
-        (i > 0 && t.name == tensors[i - 1].name))
+    if (t.name.empty() || t.name == "__metadata__" || header.find(t.name))
       throw Error("safetensors " + path + ": tensor name '" + t.name +
                   "' is empty, reserved or duplicated");
     JsonValue shape = JsonValue::array();
@@ -122,8 +126,6 @@ void writeSafetensors(const std::string &path, std::vector<TensorRef> tensors,
   }
 
   std::string text = toJson(header);
-  // Readers may map the data section; 8-byte alignment lets them view it as
-  // F64/I64 in place.
   text.append((8 - text.size() % 8) % 8, ' ');
   unsigned char length[8];
   for (int i = 0; i < 8; ++i)

@@ -4,10 +4,12 @@
 // header length N, N bytes of JSON header, then the raw tensor data. The
 // header maps each tensor name to {"dtype", "shape", "data_offsets": [begin,
 // end)} (byte offsets into the data section) and "__metadata__" to a
-// string->string map. drc writes tensors in name order, back to back, with the
-// header padded by spaces to a multiple of 8 bytes, and replaces the file
-// atomically. Reading validates everything a truncated or foreign file could
-// get wrong before a single byte of data is trusted.
+// string->string map. drc writes the data back to back, wider dtypes first
+// and then by name (as the reference implementation does; all-F32 checkpoints
+// are thus in name order), pads the header with spaces to a multiple of 8
+// bytes, and replaces the file atomically. Reading validates everything a
+// truncated or foreign file could get wrong before a single byte of data is
+// trusted.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_RUNTIME_SAFETENSORS_H
@@ -38,7 +40,7 @@ struct TensorRef {
   const void *data;
 };
 
-/// Writes `tensors` (any order; stored sorted by name) and `metadata` to
+/// Writes `tensors` (in any order) and `metadata` to
 /// `path` atomically: a crash at any point leaves the old file or the new one.
 /// Throws InputError for an unusable path (missing directory, no
 /// permission), drc::Error for other I/O failures and for duplicate or

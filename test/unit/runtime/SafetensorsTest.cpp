@@ -107,6 +107,10 @@ TEST_CASE("safetensors round trip", "[Safetensors]") {
   file.read(*file.find("pi"), &piBack);
   CHECK(piBack == pi);
   CHECK(file.find("empty")->byteSize() == 0);
+  // 8-byte elements come first and stay 8-byte aligned.
+  CHECK(file.find("b.steps")->begin == 0);
+  CHECK(file.find("pi")->begin == 32);
+  CHECK(file.find("w")->begin == 40);
   CHECK(file.find("missing") == nullptr);
 }
 
