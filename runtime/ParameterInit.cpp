@@ -62,17 +62,17 @@ double portableLog(double x) {
   return double(e) * 0.69314718055994530942 + 2 * t * series;
 }
 
-/// A TruncNormal value for element `index`: Normal(0, std) by the polar
+/// A TruncNormal value for element `index`: Normal(0, stddev) by the polar
 /// method, redrawn until |value| <= clip.
 float truncatedNormal(uint64_t seed, uint64_t nameHash, uint64_t index,
-                      double std, double clip) {
+                      double stddev, double clip) {
   for (uint64_t draw = 0;; draw += 2) {
     double v1 = uniformSigned(counterRandom(seed, nameHash, index, draw));
     double v2 = uniformSigned(counterRandom(seed, nameHash, index, draw + 1));
     double s = v1 * v1 + v2 * v2;
     if (s >= 1 || s == 0)
       continue;
-    double x = std * (v1 * std::sqrt(-2 * portableLog(s) / s));
+    double x = stddev * (v1 * std::sqrt(-2 * portableLog(s) / s));
     // |x| <= clip implies |float(x)| <= float(clip): rounding is monotonic.
     if (std::fabs(x) <= clip)
       return float(x);
@@ -97,7 +97,7 @@ void initParameter(const ParameterInfo &p, uint64_t seed, float *values) {
     uint64_t nameHash = fnv1a64(p.name);
     auto fill = [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        values[i] = truncatedNormal(seed, nameHash, uint64_t(i), p.init.std,
+        values[i] = truncatedNormal(seed, nameHash, uint64_t(i), p.init.stddev,
                                     p.init.clip);
     };
     // About 16M values/s per core: worth threads for large matrices, and

@@ -80,7 +80,7 @@ bool parseInit(std::string_view text, Init &init) {
 std::string toString(const Init &init) {
   switch (init.kind) {
   case Init::Kind::TruncNormal:
-    return "trunc_normal(" + formatNumber(init.std) + "," +
+    return "trunc_normal(" + formatNumber(init.stddev) + "," +
            formatNumber(init.clip) + ")";
   case Init::Kind::Constant:
     return "constant(" + formatNumber(init.value) + ")";
@@ -144,8 +144,8 @@ const ParameterInfo &ParameterTable::add(std::string name,
   // Truncation redraws out-of-range values; below clip = std/2 most draws
   // would be thrown away (and the result is nearly uniform anyway).
   if (init.kind == Init::Kind::TruncNormal &&
-      !(init.std > 0 && std::isfinite(init.std) && std::isfinite(init.clip) &&
-        init.clip >= 0.5 * init.std))
+      !(init.stddev > 0 && std::isfinite(init.stddev) &&
+        std::isfinite(init.clip) && init.clip >= 0.5 * init.stddev))
     throw InputError("parameter '" + name + "' has init " + toString(init) +
                      "; std must be positive and clip at least std/2");
   if (init.kind == Init::Kind::Constant && !std::isfinite(init.value))

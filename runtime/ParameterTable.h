@@ -20,7 +20,7 @@ namespace drc {
 /// How a parameter's values are set before the first step.
 struct Init {
   enum class Kind {
-    /// Normal(0, std), values outside [-clip, clip] resampled.
+    /// Normal(0, stddev), values outside [-clip, clip] redrawn.
     TruncNormal,
     /// Every value equals `value` (gains: Constant 1).
     Constant,
@@ -28,12 +28,12 @@ struct Init {
     Zeros,
   };
   Kind kind = Kind::Zeros;
-  double std = 0;   ///< TruncNormal only
-  double clip = 0;  ///< TruncNormal only
-  double value = 0; ///< Constant only
+  double stddev = 0; ///< TruncNormal only
+  double clip = 0;   ///< TruncNormal only
+  double value = 0;  ///< Constant only
 
-  static Init truncNormal(double std, double clip) {
-    return {Kind::TruncNormal, std, clip, 0};
+  static Init truncNormal(double stddev, double clip) {
+    return {Kind::TruncNormal, stddev, clip, 0};
   }
   static Init constant(double value) { return {Kind::Constant, 0, 0, value}; }
   static Init zeros() { return {Kind::Zeros, 0, 0, 0}; }
