@@ -20,11 +20,11 @@ LogicalResult AddOp::buildGradient(OpBuilder &, ValueRange resultGrads,
 LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  Value dx = b.create<RMSNormGradOp>(getLoc(), getInput().getType(), getInput(),
+  Value dx = RMSNormGradOp::create(b, getLoc(), getInput().getType(), getInput(),
                                      getGain(), dy, getEpsAttr());
   operandGrads.push_back(dx);
   if (Value gain = getGain())
-    operandGrads.push_back(b.create<RMSNormGainGradOp>(
+    operandGrads.push_back(RMSNormGainGradOp::create(b, 
         getLoc(), gain.getType(), getInput(), dy, getEpsAttr()));
   return success();
 }
@@ -32,7 +32,7 @@ LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult CrossEntropyOp::buildGradient(
     OpBuilder &b, ValueRange resultGrads,
     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(b.create<CrossEntropyGradOp>(
+  operandGrads.push_back(CrossEntropyGradOp::create(b, 
       getLoc(), getLogits().getType(), getLogits(), getTargets(),
       resultGrads[0]));
   operandGrads.push_back(Value());
@@ -41,7 +41,7 @@ LogicalResult CrossEntropyOp::buildGradient(
 
 LogicalResult EmbedOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(b.create<EmbedGradOp>(
+  operandGrads.push_back(EmbedGradOp::create(b, 
       getLoc(), getTable().getType(), getTokens(), resultGrads[0]));
   operandGrads.push_back(Value());
   return success();
@@ -55,7 +55,7 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value a = getLhs(), bv = getRhs();
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
   auto matmul = [&](Value lhs, Value rhs, bool tl, bool tr, Type type) {
-    auto op = b.create<MatmulOp>(getLoc(), type, lhs, rhs);
+    auto op = MatmulOp::create(b, getLoc(), type, lhs, rhs);
     op.setTransposeLhs(tl);
     op.setTransposeRhs(tr);
     return op.getResult();
@@ -71,7 +71,7 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   // A rotation's adjoint is the rotation by the negated angle.
-  auto adjoint = b.create<RopeOp>(getLoc(), getType(), resultGrads[0],
+  auto adjoint = RopeOp::create(b, getLoc(), getType(), resultGrads[0],
                                   getNHeadAttr(), getSeqLenAttr(),
                                   getThetaAttr(), UnitAttr());
   adjoint.setInverse(!getInverse());
@@ -86,7 +86,7 @@ LogicalResult CausalAttentionOp::buildGradient(
     return emitOpError("cannot differentiate through the log-sum-exp result; "
                        "it is saved for the backward pass only");
   Value dOut = resultGrads[0];
-  auto grad = b.create<CausalAttentionGradOp>(
+  auto grad = CausalAttentionGradOp::create(b, 
       getLoc(), TypeRange{getQ().getType(), getK().getType(), getV().getType()},
       getQ(), getK(), getV(), getResult(), getLse(), dOut, getNHeadAttr(),
       getSeqLenAttr());
@@ -96,7 +96,7 @@ LogicalResult CausalAttentionOp::buildGradient(
 
 LogicalResult SiluMulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  auto grad = b.create<SiluMulGradOp>(getLoc(), getType(), getType(), getGate(),
+  auto grad = SiluMulGradOp::create(b, getLoc(), getType(), getType(), getGate(),
                                       getUp(), resultGrads[0]);
   operandGrads.assign({grad.getGateGrad(), grad.getUpGrad()});
   return success();

@@ -1,0 +1,88 @@
+//===- CpuJit.cpp - JIT of memref-only functions for the host ------------===//
+#include "codegen/CpuJit.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+FailureOr<EntryShapes> mlir::drc::recordEntryShapes(ModuleOp module) {
+  EntryShapes shapes;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isPrivate())
+      continue;
+    auto &entry = shapes[fn.getSymName()];
+    for (Type t : fn.getFunctionType().getInputs()) {
+      auto memref = dyn_cast<MemRefType>(t);
+      if (!memref || !memref.hasStaticShape())
+        return fn.emitError() << "drc: entry point arguments must be "
+                                 "statically shaped memrefs, found "
+                              << t;
+      entry.emplace_back(memref.getShape());
+    }
+  }
+  return shapes;
+}
+
+FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
+                                                  EntryShapes shapes) {
+  static bool initialised = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialised;
+  registerBuiltinDialectTranslation(*llvmModule.getContext());
+  registerLLVMDialectTranslation(*llvmModule.getContext());
+
+  // The transformer is a function_ref: keep the callable alive here.
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                /*targetMachine=*/nullptr);
+  ExecutionEngineOptions options;
+  options.transformer = optimize;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  auto engine = ExecutionEngine::create(llvmModule, options);
+  if (!engine) {
+    std::string message = llvm::toString(engine.takeError());
+    return llvmModule.emitError() << "drc: JIT compilation failed: " << message;
+  }
+  return std::unique_ptr<CpuJit>(new CpuJit(std::move(*engine), std::move(shapes)));
+}
+
+LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {
+  auto it = shapes.find(name);
+  if (it == shapes.end() || it->second.size() != data.size())
+    return failure();
+  // One descriptor per memref: {allocated, aligned, offset, sizes, strides}.
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> descriptorPointers;
+  for (auto [shape, ptr] : llvm::zip(it->second, data)) {
+    std::vector<int64_t> d(3 + 2 * shape.size());
+    d[0] = d[1] = reinterpret_cast<int64_t>(ptr);
+    d[2] = 0;
+    int64_t stride = 1;
+    for (int64_t i = shape.size() - 1; i >= 0; --i) {
+      d[3 + i] = shape[i];
+      d[3 + shape.size() + i] = stride;
+      stride *= shape[i];
+    }
+    descriptors.push_back(std::move(d));
+  }
+  for (auto &d : descriptors)
+    descriptorPointers.push_back(d.data());
+  SmallVector<void *> args;
+  for (void *&p : descriptorPointers)
+    args.push_back(&p);
+  llvm::Error error = engine->invokePacked(("_mlir_ciface_" + name).str(), args);
+  if (error) {
+    llvm::consumeError(std::move(error));
+    return failure();
+  }
+  return success();
+}

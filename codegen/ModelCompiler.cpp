@@ -1,0 +1,130 @@
+//===- ModelCompiler.cpp - Spec -> runnable program for the host ---------===//
+#include "codegen/ModelCompiler.h"
+
+#include "codegen/CpuPipeline.h"
+#include "passes/ParameterLayout.h"
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+std::optional<CompileStage> mlir::drc::parseCompileStage(StringRef name) {
+  return llvm::StringSwitch<std::optional<CompileStage>>(name)
+      .Case("drc", CompileStage::Drc)
+      .Case("train-step", CompileStage::TrainStep)
+      .Case("linalg", CompileStage::Linalg)
+      .Case("llvm", CompileStage::LLVM)
+      .Default(std::nullopt);
+}
+
+::drc::ParameterTable mlir::drc::parameterTable(ModuleOp module) {
+  ::drc::ParameterTable table;
+  ParameterLayout layout = computeParameterLayout(module);
+  for (const ParameterSlot &slot : layout.slots) {
+    ParamOp param = slot.param;
+    InitAttr init = param.getInit();
+    ::drc::Init runtimeInit =
+        init.getKind() == InitKind::TruncNormal
+            ? ::drc::Init::truncNormal(init.getFirstValue(),
+                                       init.getSecondValue())
+            : ::drc::Init::constant(init.getFirstValue());
+    auto shape = param.getTensorType().getShape();
+    const ::drc::ParameterInfo &info =
+        table.add(param.getSymName().str(), {shape.begin(), shape.end()},
+                  runtimeInit, param.getDecay());
+    if (info.offset != slot.offset)
+      llvm::report_fatal_error("drc: compiler and runtime disagree on the "
+                               "parameter layout");
+  }
+  return table;
+}
+
+TrainPipelineOptions
+mlir::drc::trainPipelineOptions(const ::drc::ModelSpec &spec) {
+  TrainPipelineOptions train;
+  train.beta1 = spec.train.beta1;
+  train.beta2 = spec.train.beta2;
+  train.epsilon = spec.train.adamEps;
+  train.weightDecay = spec.train.weightDecay;
+  train.maxGradNorm = spec.train.gradClip;
+  return train;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
+                          CompileStage stage, const ImportOptions &options) {
+  OwningOpRef<ModuleOp> module = importModelSpec(context, spec, options);
+  if (stage == CompileStage::Drc)
+    return module;
+  PassManager pm(&context);
+  buildTrainStepPipeline(pm, trainPipelineOptions(spec));
+  if (stage >= CompileStage::Linalg)
+    buildLowerToLinalgPipeline(pm);
+  if (stage >= CompileStage::LLVM)
+    buildCpuCodegenPipeline(pm);
+  if (failed(pm.run(*module)))
+    return failure();
+  return module;
+}
+
+FailureOr<std::unique_ptr<CpuModel>>
+CpuModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
+                  const ImportOptions &options) {
+  OwningOpRef<ModuleOp> module = importModelSpec(context, spec, options);
+  int64_t tokens = options.tokens ? options.tokens : spec.tokensPerStep();
+  return compileModule(*module, tokens, trainPipelineOptions(spec));
+}
+
+FailureOr<std::unique_ptr<CpuModel>>
+CpuModel::compileModule(ModuleOp module, int64_t tokens,
+                        const TrainPipelineOptions &train) {
+  MLIRContext *context = module.getContext();
+  PassManager pm(context);
+  buildTrainStepPipeline(pm, train);
+  if (failed(pm.run(module)))
+    return failure();
+  ::drc::ParameterTable table = parameterTable(module);
+  PassManager lower(context);
+  buildLowerToLinalgPipeline(lower);
+  if (failed(lower.run(module)))
+    return failure();
+  FailureOr<EntryShapes> shapes = recordEntryShapes(module);
+  if (failed(shapes))
+    return failure();
+  PassManager codegen(context);
+  buildCpuCodegenPipeline(codegen);
+  if (failed(codegen.run(module)))
+    return failure();
+  auto jit = CpuJit::create(module, std::move(*shapes));
+  if (failed(jit))
+    return failure();
+  return std::unique_ptr<CpuModel>(
+      new CpuModel(std::move(table), tokens, std::move(*jit)));
+}
+
+::drc::StepResult CpuModel::trainStep(const ::drc::TrainingBuffers &b,
+                                      const int32_t *inputs,
+                                      const int32_t *targets, float lr,
+                                      int64_t step) {
+  float stepValue = static_cast<float>(step);
+  float out[2] = {0, 0};
+  if (failed(engine->call("train_step",
+                          {b.params, b.grads, b.adamM, b.adamV,
+                           const_cast<int32_t *>(inputs),
+                           const_cast<int32_t *>(targets), &lr, &stepValue,
+                           out})))
+    llvm::report_fatal_error("drc: train_step is missing from the program");
+  return {out[0], out[1]};
+}
+
+float CpuModel::loss(const float *params, const int32_t *inputs,
+                     const int32_t *targets) {
+  float out[1] = {0};
+  if (failed(engine->call("loss", {const_cast<float *>(params),
+                                   const_cast<int32_t *>(inputs),
+                                   const_cast<int32_t *>(targets), out})))
+    llvm::report_fatal_error("drc: loss is missing from the program");
+  return out[0];
+}

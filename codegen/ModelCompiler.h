@@ -1,0 +1,80 @@
+//===- ModelCompiler.h - Spec -> runnable program for the host -*- C++ -*-===//
+//
+// The compiler driver shared by drc-compile, drc-train and the tests: imports
+// a spec, runs the pipelines to a chosen stage, and JIT-compiles the result
+// into a drc::ModelProgram.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_CODEGEN_MODELCOMPILER_H
+#define DRC_CODEGEN_MODELCOMPILER_H
+
+#include "codegen/CpuJit.h"
+#include "dialect/ModelImport.h"
+#include "passes/Passes.h"
+#include "runtime/ModelProgram.h"
+
+namespace mlir::drc {
+
+/// Stages a compile can stop after (drc-compile --emit=).
+enum class CompileStage {
+  Drc,       ///< the imported topology-level module
+  TrainStep, ///< loss + train_step in kernel-level drc ops
+  Linalg,    ///< linalg on tensors bound to the runtime buffers
+  LLVM,      ///< the LLVM dialect
+};
+
+/// Parses "drc", "train-step", "linalg" or "llvm".
+std::optional<CompileStage> parseCompileStage(StringRef name);
+
+/// The runtime's parameter table of a module that still declares its
+/// drc.param ops (any stage before drc-bind-buffers).
+::drc::ParameterTable parameterTable(ModuleOp module);
+
+/// The optimizer settings of a spec.
+TrainPipelineOptions trainPipelineOptions(const ::drc::ModelSpec &spec);
+
+/// Imports `spec` and lowers it through `stage`. Diagnostics go to the
+/// context's handler.
+FailureOr<OwningOpRef<ModuleOp>> compileToStage(MLIRContext &context,
+                                                const ::drc::ModelSpec &spec,
+                                                CompileStage stage,
+                                                const ImportOptions &options = {});
+
+/// A model compiled and JIT-linked for the host CPU.
+class CpuModel : public ::drc::ModelProgram {
+public:
+  static FailureOr<std::unique_ptr<CpuModel>>
+  compile(MLIRContext &context, const ::drc::ModelSpec &spec,
+          const ImportOptions &options = {});
+
+  /// Compiles a topology-level module (a `loss(tokens, targets)` function
+  /// and its drc.param declarations) whose calls take `tokens` tokens.
+  static FailureOr<std::unique_ptr<CpuModel>>
+  compileModule(ModuleOp module, int64_t tokens,
+                const TrainPipelineOptions &train);
+
+  const ::drc::ParameterTable &parameters() const override { return table; }
+  int64_t tokensPerCall() const override { return tokens; }
+  ::drc::StepResult trainStep(const ::drc::TrainingBuffers &buffers,
+                              const int32_t *inputs, const int32_t *targets,
+                              float lr, int64_t step) override;
+  float loss(const float *params, const int32_t *inputs,
+             const int32_t *targets) override;
+
+  /// The JIT, for callers working in another element type (f64 checks):
+  /// loss(params, tokens, targets, out[1]) and train_step(params, grads, m,
+  /// v, tokens, targets, lr[], step[], out[2]).
+  CpuJit &jit() { return *engine; }
+
+private:
+  CpuModel(::drc::ParameterTable table, int64_t tokens,
+           std::unique_ptr<CpuJit> engine)
+      : table(std::move(table)), tokens(tokens), engine(std::move(engine)) {}
+  ::drc::ParameterTable table;
+  int64_t tokens;
+  std::unique_ptr<CpuJit> engine;
+};
+
+} // namespace mlir::drc
+
+#endif // DRC_CODEGEN_MODELCOMPILER_H

@@ -1,0 +1,153 @@
+//===- Autodiff.cpp - Reverse-mode differentiation to a train step -------===//
+//
+// Generic over DifferentiableOpInterface: the pass knows no op by name except
+// the parameter reads it turns into gradient stores. Adjoints reaching one
+// value along several paths are summed with drc.add.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::drc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "passes/Passes.h.inc"
+} // namespace mlir::drc
+
+using namespace mlir;
+using namespace mlir::drc;
+
+namespace {
+
+struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto loss = module.lookupSymbol<func::FuncOp>(funcName);
+    if (!loss) {
+      module.emitError() << "drc-autodiff: no function @" << funcName
+                         << " to differentiate (set the pass option func=)";
+      return signalPassFailure();
+    }
+    if (failed(checkDifferentiable(loss)) || failed(buildTrainStep(loss)))
+      return signalPassFailure();
+  }
+
+  LogicalResult checkDifferentiable(func::FuncOp loss) {
+    auto results = loss.getFunctionType().getResults();
+    auto scalar = results.size() == 1
+                      ? dyn_cast<RankedTensorType>(results.front())
+                      : RankedTensorType();
+    if (!scalar || scalar.getRank() != 0 ||
+        !isa<FloatType>(scalar.getElementType()))
+      return loss.emitError() << "drc-autodiff: @" << funcName
+                              << " must return one scalar float tensor (the "
+                                 "loss), found "
+                              << loss.getFunctionType();
+    if (!loss.getBody().hasOneBlock())
+      return loss.emitError()
+             << "drc-autodiff: @" << funcName
+             << " must be one block of straight-line code";
+    if (module().lookupSymbol("train_step"))
+      return module().emitError()
+             << "drc-autodiff: the module already has a @train_step";
+    return success();
+  }
+
+  ModuleOp module() { return getOperation(); }
+
+  LogicalResult buildTrainStep(func::FuncOp loss) {
+    Location loc = loss.getLoc();
+    auto scalarType = cast<RankedTensorType>(
+        loss.getFunctionType().getResult(0));
+    SmallVector<Type> inputs(loss.getFunctionType().getInputs());
+    inputs.append({scalarType, scalarType}); // lr, step
+    OpBuilder b(module().getContext());
+    b.setInsertionPointAfter(loss);
+    auto fn = func::FuncOp::create(b, 
+        loc, "train_step",
+        b.getFunctionType(inputs, {scalarType, scalarType}));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+
+    // Forward: a copy of the loss function.
+    IRMapping mapping;
+    for (auto [from, to] :
+         llvm::zip(loss.getArguments(), entry->getArguments()))
+      mapping.map(from, to);
+    SmallVector<Operation *> forward;
+    Value lossValue;
+    for (Operation &op : loss.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        lossValue = mapping.lookup(ret.getOperand(0));
+        continue;
+      }
+      forward.push_back(b.clone(op, mapping));
+    }
+
+    // Backward: one reverse sweep over the forward ops.
+    DenseMap<Value, Value> adjoints;
+    llvm::MapVector<StringAttr, Value> paramGrads;
+    auto accumulate = [&](Value into, Value grad, Location at) {
+      Value &slot = adjoints[into];
+      slot = slot ? AddOp::create(b, at, slot, grad).getResult() : grad;
+    };
+    adjoints[lossValue] = arith::ConstantOp::create(b, 
+        loc, DenseElementsAttr::get(scalarType,
+                                    b.getFloatAttr(scalarType.getElementType(),
+                                                   1.0)));
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool needed = false;
+      for (Value r : op->getResults()) {
+        resultGrads.push_back(adjoints.lookup(r));
+        needed |= static_cast<bool>(resultGrads.back());
+      }
+      if (!needed)
+        continue;
+      if (auto ref = dyn_cast<ParamRefOp>(op)) {
+        Value &slot = paramGrads[ref.getParamAttr().getAttr()];
+        slot = slot ? AddOp::create(b, op->getLoc(), slot, resultGrads[0])
+                          .getResult()
+                    : resultGrads[0];
+        continue;
+      }
+      auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+      if (!differentiable)
+        return op->emitError()
+               << "drc-autodiff: '" << op->getName()
+               << "' has no gradient rule; implement "
+                  "DifferentiableOpInterface for it or keep it off the path "
+                  "from the parameters to the loss";
+      SmallVector<Value> operandGrads;
+      if (failed(differentiable.buildGradient(b, resultGrads, operandGrads)))
+        return failure();
+      for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+        if (grad)
+          accumulate(operand, grad, op->getLoc());
+    }
+
+    // Every parameter gets a gradient, zero when the loss does not use it.
+    for (ParamOp param : module().getOps<ParamOp>()) {
+      Value grad = paramGrads.lookup(param.getSymNameAttr());
+      if (!grad)
+        grad = arith::ConstantOp::create(b, 
+            param.getLoc(),
+            DenseElementsAttr::get(
+                param.getTensorType(),
+                b.getFloatAttr(param.getTensorType().getElementType(), 0.0)));
+      GradStoreOp::create(b, param.getLoc(), param.getSymName(), grad);
+    }
+    auto adamw = AdamWOp::create(b, 
+        loc, scalarType, entry->getArgument(inputs.size() - 2),
+        entry->getArgument(inputs.size() - 1), b.getF64FloatAttr(beta1),
+        b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
+        b.getF64FloatAttr(weightDecay), b.getF64FloatAttr(maxGradNorm));
+    func::ReturnOp::create(b, loc, ValueRange{lossValue, adamw.getGradNorm()});
+    return success();
+  }
+};
+
+} // namespace

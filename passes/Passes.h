@@ -1,0 +1,43 @@
+//===- Passes.h - drc passes and pipelines ----------------------*- C++ -*-===//
+#ifndef DRC_PASSES_PASSES_H
+#define DRC_PASSES_PASSES_H
+
+#include "dialect/DrcDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::drc {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Options of the model pipeline shared by drc-opt and the C++ driver.
+struct TrainPipelineOptions {
+  double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weightDecay = 0.1,
+         maxGradNorm = 1.0;
+};
+
+/// Topology IR -> train_step and loss on tensors of kernel-level drc ops.
+void buildTrainStepPipeline(OpPassManager &pm,
+                            const TrainPipelineOptions &options);
+
+/// Kernel-level drc IR -> linalg on tensors bound to the runtime's buffers.
+void buildLowerToLinalgPipeline(OpPassManager &pm);
+
+/// Registers the pipelines above as `drc-train-step` and `drc-to-linalg`.
+void registerPipelines();
+
+} // namespace mlir::drc
+
+#endif // DRC_PASSES_PASSES_H

@@ -1,0 +1,71 @@
+//===- Passes.td - drc passes ------------------------------*- tablegen -*-===//
+#ifndef DRC_PASSES_TD
+#define DRC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DecomposeSublayers : Pass<"drc-decompose", "::mlir::ModuleOp"> {
+  let summary = "Rewrite coarse sublayer ops into kernel-level drc ops";
+  let description = [{
+    `drc.attention` becomes three projections, RoPE on q and k, the causal
+    attention core and the output projection; `drc.swiglu` becomes its three
+    matmuls around `drc.silu_mul`; `drc.linear` a transposed matmul. Autodiff
+    and lowering work on the kernel level.
+  }];
+  let dependentDialects = ["::mlir::drc::DrcDialect"];
+}
+
+def Autodiff : Pass<"drc-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Build the train-step function: forward, backward, AdamW";
+  let description = [{
+    Differentiates the scalar-valued function `loss` (option `func`) in
+    reverse mode through DifferentiableOpInterface, and adds
+    `train_step(tokens, targets, lr, step) -> (loss, grad_norm)`: the forward
+    ops, the adjoint of every parameter stored with `drc.grad_store`, and one
+    `drc.adamw` update. The original function stays for evaluation. Fails with
+    a located error on an op with no gradient rule.
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"loss\"",
+           "The scalar loss function to differentiate">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.95", "AdamW beta2">,
+    Option<"epsilon", "epsilon", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1",
+           "Decoupled weight decay of the parameters declared `decay`">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
+           "Global gradient-norm clip">,
+  ];
+  let dependentDialects = ["::mlir::drc::DrcDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def LowerToLinalg : Pass<"drc-lower-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lower kernel-level drc ops to linalg, tensor, arith and math";
+  let description = [{
+    Every kernel-level and adjoint op becomes linalg.generic/linalg.fill/
+    tensor ops on tensors, for any float element type. Parameter state ops
+    (param_ref, grad_store, adamw) are left for drc-bind-buffers.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def BindBuffers : Pass<"drc-bind-buffers", "::mlir::ModuleOp"> {
+  let summary = "Bind parameter state to the runtime's flat buffers";
+  let description = [{
+    Gives each function memref arguments for the runtime's flat parameter,
+    gradient and AdamW-moment buffers (the layout of the parameter table:
+    decay group first, each parameter 64-byte aligned, declaration order),
+    its tokens and its scalars, and rewrites param_ref, grad_store and adamw
+    into reads and writes of those buffers. Results go to an `out` buffer, so
+    every function has the C signature the runtime calls.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::scf::SCFDialect"];
+}
+
+#endif // DRC_PASSES_TD

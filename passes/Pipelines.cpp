@@ -1,0 +1,40 @@
+//===- Pipelines.cpp - Pass pipelines shared by drc-opt and the driver ---===//
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+void mlir::drc::buildTrainStepPipeline(OpPassManager &pm,
+                                       const TrainPipelineOptions &options) {
+  pm.addPass(createDecomposeSublayers());
+  AutodiffOptions autodiff;
+  autodiff.beta1 = options.beta1;
+  autodiff.beta2 = options.beta2;
+  autodiff.epsilon = options.epsilon;
+  autodiff.weightDecay = options.weightDecay;
+  autodiff.maxGradNorm = options.maxGradNorm;
+  pm.addPass(createAutodiff(autodiff));
+  pm.addPass(createCSEPass());
+}
+
+void mlir::drc::buildLowerToLinalgPipeline(OpPassManager &pm) {
+  pm.addPass(createLowerToLinalg());
+  pm.addPass(createBindBuffers());
+  // No CSE here: merging the zero-filled accumulators of two reductions
+  // would make bufferization copy one of them.
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::drc::registerPipelines() {
+  PassPipelineRegistration<>(
+      "drc-train-step",
+      "Topology IR -> train_step and loss in kernel-level drc ops",
+      [](OpPassManager &pm) { buildTrainStepPipeline(pm, {}); });
+  PassPipelineRegistration<>(
+      "drc-to-linalg",
+      "Kernel-level drc ops -> linalg on tensors bound to the runtime buffers",
+      buildLowerToLinalgPipeline);
+}

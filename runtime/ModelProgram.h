@@ -1,0 +1,55 @@
+//===- ModelProgram.h - A compiled model's entry points ---------*- C++ -*-===//
+//
+// What the runtime calls: a compiled model's parameter table and its two
+// generated functions. The compiler (codegen/) implements this for the CPU
+// JIT; a GPU backend implements it over PTX. Nothing here depends on MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_RUNTIME_MODELPROGRAM_H
+#define DRC_RUNTIME_MODELPROGRAM_H
+
+#include "runtime/ParameterTable.h"
+
+#include <cstdint>
+
+namespace drc {
+
+/// The flat fp32 buffers of a training run, each table.numElements() long.
+/// Gradients' padding must be zero (the optimizer reads the whole buffer).
+struct TrainingBuffers {
+  float *params = nullptr;
+  float *grads = nullptr;
+  float *adamM = nullptr;
+  float *adamV = nullptr;
+};
+
+/// Results of one training step.
+struct StepResult {
+  float loss = 0;     ///< mean cross-entropy before the update
+  float gradNorm = 0; ///< global gradient norm before clipping
+};
+
+class ModelProgram {
+public:
+  virtual ~ModelProgram() = default;
+
+  /// Names, shapes, offsets, init and decay group of every parameter.
+  virtual const ParameterTable &parameters() const = 0;
+
+  /// Tokens per call (batch x seq_len); inputs and targets have this many.
+  virtual int64_t tokensPerCall() const = 0;
+
+  /// Forward, backward, global-norm clip and one AdamW update in place.
+  /// `step` is 1-based (bias correction); `lr` comes from the schedule.
+  virtual StepResult trainStep(const TrainingBuffers &buffers,
+                               const int32_t *inputs, const int32_t *targets,
+                               float lr, int64_t step) = 0;
+
+  /// Mean cross-entropy of one batch; parameters are only read.
+  virtual float loss(const float *params, const int32_t *inputs,
+                     const int32_t *targets) = 0;
+};
+
+} // namespace drc
+
+#endif // DRC_RUNTIME_MODELPROGRAM_H
