@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -85,7 +84,7 @@ void initParameter(const ParameterInfo &p, uint64_t seed, float *values) {
   int64_t n = p.numElements();
   switch (p.init.kind) {
   case Init::Kind::Zeros:
-    std::memset(values, 0, size_t(n) * sizeof(float));
+    std::fill_n(values, n, 0.0f);
     return;
   case Init::Kind::Constant:
     for (int64_t i = 0; i < n; ++i)
@@ -118,7 +117,7 @@ void initParameter(const ParameterInfo &p, uint64_t seed, float *values) {
 }
 
 void initParameters(const ParameterTable &table, uint64_t seed, float *params) {
-  std::memset(params, 0, size_t(table.numElements()) * sizeof(float));
+  std::fill_n(params, table.numElements(), 0.0f);
   for (const ParameterInfo &p : table.parameters())
     initParameter(p, seed, params + p.offset);
 }
