@@ -91,8 +91,9 @@ void initParameter(const ParameterInfo &p, uint64_t seed, float *values) {
       values[i] = float(p.init.value);
     return;
   case Init::Kind::TruncNormal: {
-    // ParameterTable::add guarantees clip >= std/2, so more than a third of
-    // the draws are accepted and the loop in truncatedNormal ends quickly.
+    // ParameterTable::add guarantees clip >= stddev/2, so at least 30% of
+    // attempts succeed (pi/4 for the polar method times P(|Z| <= 1/2)) and
+    // the loop in truncatedNormal ends quickly.
     uint64_t nameHash = fnv1a64(p.name);
     auto fill = [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
