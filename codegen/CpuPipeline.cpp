@@ -1,7 +1,10 @@
 //===- CpuPipeline.cpp - linalg on tensors -> LLVM for the host ----------===//
 #include "codegen/CpuPipeline.h"
 
+#include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+
+#include <mutex>
 
 using namespace mlir;
 
@@ -20,6 +23,10 @@ static constexpr const char *kCpuCodegen =
     "reconcile-unrealized-casts";
 
 void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
+  // The textual pipeline needs the upstream passes registered; registering
+  // them again (drc-opt already has) is harmless.
+  static std::once_flag registered;
+  std::call_once(registered, [] { registerAllPasses(); });
   if (failed(parsePassPipeline(kCpuCodegen, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
 }

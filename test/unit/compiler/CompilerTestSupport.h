@@ -1,0 +1,109 @@
+//===- CompilerTestSupport.h - Compiling and probing models in tests -----===//
+//
+// Compiles drc modules (from a spec or from IR text) for the host, and wraps
+// an f64 program so tests can compare its gradients with central finite
+// differences of its own loss.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_TEST_UNIT_COMPILER_COMPILERTESTSUPPORT_H
+#define DRC_TEST_UNIT_COMPILER_COMPILERTESTSUPPORT_H
+
+#include "codegen/ModelCompiler.h"
+#include "codegen/Registration.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace drc::test {
+
+/// A context with every dialect drc's pipelines use; diagnostics go to
+/// `diagnostics` so failures show in the test output.
+struct CompilerContext {
+  mlir::MLIRContext context;
+  std::string diagnostics;
+  CompilerContext() : context(registry()) {
+    context.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+      diagnostics += d.str() + "\n";
+      return mlir::success();
+    });
+  }
+  static mlir::DialectRegistry registry() {
+    mlir::DialectRegistry r;
+    mlir::drc::registerCompilerDialects(r);
+    return r;
+  }
+};
+
+/// An f64 program and its buffers: the loss and its gradients.
+struct F64Program {
+  std::unique_ptr<mlir::drc::CpuModel> model;
+  std::vector<double> params;
+  std::vector<int32_t> tokens, targets;
+
+  double loss() {
+    double out[1] = {0};
+    REQUIRE(mlir::succeeded(model->jit().call(
+        "loss", {params.data(), tokens.data(), targets.data(), out})));
+    return out[0];
+  }
+
+  /// Gradients from train_step with lr = 0 (which leaves params unchanged).
+  std::vector<double> gradients() {
+    size_t n = params.size();
+    std::vector<double> grads(n, 0.0), m(n, 0.0), v(n, 0.0);
+    double lr = 0, step = 1, out[2] = {0, 0};
+    std::vector<double> before = params;
+    REQUIRE(mlir::succeeded(model->jit().call(
+        "train_step", {params.data(), grads.data(), m.data(), v.data(),
+                       tokens.data(), targets.data(), &lr, &step, out})));
+    REQUIRE(params == before);
+    return grads;
+  }
+};
+
+inline std::vector<int32_t> randomTokens(size_t n, int32_t vocab,
+                                         uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  for (int32_t &x : t)
+    x = static_cast<int32_t>(rng() % vocab);
+  return t;
+}
+
+/// Checks every gradient entry of `program` (or `maxPerParam` evenly spread
+/// ones per parameter) against a central difference with step h:
+/// |g - fd| <= atol + rtol |fd|.
+inline void checkGradients(F64Program &program, int maxPerParam = 1 << 30,
+                           double h = 1e-5, double atol = 1e-8,
+                           double rtol = 1e-5) {
+  std::vector<double> grads = program.gradients();
+  for (const ParameterInfo &p : program.model->parameters().parameters()) {
+    int64_t count = p.numElements();
+    int64_t stride = std::max<int64_t>(1, count / maxPerParam);
+    for (int64_t i = 0; i < count; i += stride) {
+      int64_t at = p.offset + i;
+      double saved = program.params[at];
+      program.params[at] = saved + h;
+      double up = program.loss();
+      program.params[at] = saved - h;
+      double down = program.loss();
+      program.params[at] = saved;
+      double fd = (up - down) / (2 * h);
+      INFO("parameter " << p.name << " element " << i << ": autodiff "
+                        << grads[at] << ", finite difference " << fd);
+      CHECK(std::abs(grads[at] - fd) <= atol + rtol * std::abs(fd));
+    }
+  }
+}
+
+} // namespace drc::test
+
+#endif // DRC_TEST_UNIT_COMPILER_COMPILERTESTSUPPORT_H
