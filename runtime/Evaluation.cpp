@@ -1,0 +1,55 @@
+//===- Evaluation.cpp - Validation loss per domain -----------------------===//
+#include "runtime/Evaluation.h"
+
+#include "runtime/Error.h"
+
+namespace drc {
+
+JsonValue EvalResult::toJson() const {
+  JsonValue out = JsonValue::object();
+  out.set("val_loss", loss);
+  out.set("val_tokens", tokens);
+  JsonValue perDomain = JsonValue::object();
+  for (const DomainLoss &d : domains) {
+    JsonValue entry = JsonValue::object();
+    entry.set("val_loss", d.loss);
+    entry.set("tokens", d.tokens);
+    entry.set("unigram_entropy", d.unigramEntropy);
+    perDomain.set(d.domain, std::move(entry));
+  }
+  out.set("domains", std::move(perDomain));
+  return out;
+}
+
+EvalResult evaluate(ModelProgram &program, const float *params,
+                    const Corpus &corpus, const BatchSampler &sampler) {
+  int64_t rows = sampler.batchSize(), seqLen = sampler.sequenceLength();
+  std::vector<int32_t> inputs(rows * seqLen), targets(rows * seqLen);
+  EvalResult result;
+  double total = 0;
+  for (size_t d = 0; d < corpus.domains.size(); ++d) {
+    size_t full = sampler.valWindowCount(d) / rows;
+    if (full == 0)
+      throw InputError(
+          "domain '" + corpus.domains[d].name + "' has " +
+          std::to_string(sampler.valWindowCount(d)) +
+          " validation windows, fewer than one batch of " +
+          std::to_string(rows) +
+          "; raise [train] eval_tokens or add validation text");
+    double sum = 0;
+    for (size_t b = 0; b < full; ++b) {
+      sampler.valBatch(d, b, inputs.data(), targets.data());
+      sum += program.loss(params, inputs.data(), targets.data());
+    }
+    DomainLoss entry{corpus.domains[d].name, sum / full,
+                     static_cast<int64_t>(full) * rows * seqLen,
+                     corpus.domains[d].valUnigramEntropy};
+    total += entry.loss * entry.tokens;
+    result.tokens += entry.tokens;
+    result.domains.push_back(entry);
+  }
+  result.loss = total / result.tokens;
+  return result;
+}
+
+} // namespace drc

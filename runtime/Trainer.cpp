@@ -1,0 +1,153 @@
+//===- Trainer.cpp - The training loop -----------------------------------===//
+#include "runtime/Trainer.h"
+
+#include "runtime/Checkpoint.h"
+#include "runtime/Error.h"
+#include "runtime/Metrics.h"
+#include "runtime/ParameterInit.h"
+#include "runtime/Progress.h"
+#include "runtime/Schedule.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace drc {
+namespace fs = std::filesystem;
+
+fs::path checkpointPath(const fs::path &runDir) {
+  return runDir / "checkpoint.safetensors";
+}
+fs::path metricsPath(const fs::path &runDir) {
+  return runDir / "metrics.jsonl";
+}
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+/// The checkpoint's record of the schedule; a resume under another one
+/// would not reproduce the uninterrupted run.
+constexpr const char *kTotalStepsKey = "total_steps";
+
+} // namespace
+
+TrainSummary train(ModelProgram &program, const ModelSpec &spec,
+                   const Corpus &corpus, const TrainOptions &options) {
+  const ParameterTable &table = program.parameters();
+  const std::string fingerprint = modelFingerprint(spec);
+  const fs::path checkpoint = checkpointPath(options.runDir);
+  std::error_code ec;
+  fs::create_directories(options.runDir, ec);
+  if (ec)
+    throw InputError("cannot create the run directory " +
+                     options.runDir.string() + ": " + ec.message());
+
+  int64_t size = table.numElements();
+  std::vector<float> params(size, 0.0f), grads(size, 0.0f), adamM(size, 0.0f),
+      adamV(size, 0.0f);
+  TrainingBuffers buffers{params.data(), grads.data(), adamM.data(),
+                          adamV.data()};
+  int64_t start = 0;
+  bool hasCheckpoint = fs::exists(checkpoint);
+  if (options.resume && hasCheckpoint) {
+    TrainState state = loadCheckpoint(checkpoint.string(), table, fingerprint,
+                                      params.data(), adamM.data(),
+                                      adamV.data());
+    auto total = state.extra.find(kTotalStepsKey);
+    if (state.seed != options.seed ||
+        total == state.extra.end() ||
+        total->second != std::to_string(options.steps))
+      throw InputError(checkpoint.string() + " was written by a run with seed " +
+                       std::to_string(state.seed) + " and " +
+                       (total == state.extra.end() ? "?" : total->second) +
+                       " steps; resume it with the same --seed and --steps");
+    start = state.step;
+  } else if (hasCheckpoint) {
+    throw InputError(options.runDir.string() +
+                     " already holds a run (checkpoint.safetensors); pass "
+                     "--resume to continue it or choose another --out");
+  } else {
+    initParameters(table, options.seed, params.data());
+  }
+  MetricsWriter metrics =
+      start > 0 ? MetricsWriter::openForResume(metricsPath(options.runDir).string(), start)
+                : MetricsWriter::create(metricsPath(options.runDir).string());
+
+  BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
+                       spec.train.evalTokens);
+  LearningRateSchedule schedule(spec.train.lr, options.steps,
+                                spec.train.warmupFraction,
+                                spec.train.finalLrFraction);
+  int64_t tokensPerStep = spec.tokensPerStep();
+  std::vector<int32_t> inputs(tokensPerStep), targets(tokensPerStep);
+
+  ProgressLine::Options progressOptions;
+  ProgressLine progress(options.progress, options.steps, progressOptions, start);
+  auto began = std::chrono::steady_clock::now();
+  double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
+  int64_t lossCount = 0, trained = 0;
+  TrainSummary summary;
+  for (int64_t step = start; step < options.steps; ++step) {
+    sampler.trainBatch(options.seed, step, inputs.data(), targets.data());
+    double lr = schedule.at(step);
+    auto stepBegan = std::chrono::steady_clock::now();
+    StepResult r = program.trainStep(buffers, inputs.data(), targets.data(),
+                                     static_cast<float>(lr), step + 1);
+    trainSeconds += secondsSince(stepBegan);
+    ++trained;
+    if (!std::isfinite(r.loss))
+      throw Error("training diverged at step " + std::to_string(step + 1) +
+                  " (loss " + std::to_string(r.loss) + "); " +
+                  (fs::exists(checkpoint) ? "the last checkpoint is kept"
+                                          : "no checkpoint was written"));
+    lossSum += r.loss;
+    ++lossCount;
+    lastGradNorm = r.gradNorm;
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "loss %.4f", r.loss);
+    progress.update(step + 1, double(trained) * tokensPerStep, detail);
+
+    int64_t done = step + 1;
+    if (done % spec.train.evalEvery != 0 && done != options.steps)
+      continue;
+    EvalResult eval = evaluate(program, params.data(), corpus, sampler);
+    JsonValue record = JsonValue::object();
+    record.set("step", done);
+    record.set("train_loss", lossSum / lossCount);
+    record.set("val_loss", eval.loss);
+    for (const DomainLoss &d : eval.domains)
+      record.set("val_loss_" + d.domain, d.loss);
+    record.set("lr", lr);
+    record.set("grad_norm", lastGradNorm);
+    record.set("tokens", done * tokensPerStep);
+    record.set("tokens_per_s", trained * tokensPerStep / trainSeconds);
+    record.set("elapsed_s", secondsSince(began));
+    metrics.write(record);
+    lossSum = 0;
+    lossCount = 0;
+    TrainState state;
+    state.step = done;
+    state.seed = options.seed;
+    state.specFingerprint = fingerprint;
+    state.extra[kTotalStepsKey] = std::to_string(options.steps);
+    saveCheckpoint(checkpoint.string(), table, params.data(), adamM.data(),
+                   adamV.data(), state);
+    summary.final = eval;
+  }
+  progress.finish();
+  if (start >= options.steps)
+    summary.final = evaluate(program, params.data(), corpus, sampler);
+  summary.steps = options.steps;
+  summary.wallSeconds = secondsSince(began);
+  summary.tokensPerSecond =
+      trainSeconds > 0 ? trained * tokensPerStep / trainSeconds : 0;
+  return summary;
+}
+
+} // namespace drc

@@ -1,0 +1,51 @@
+//===- Trainer.h - The training loop ----------------------------*- C++ -*-===//
+//
+// llm.c's loop over a compiled ModelProgram: one flat allocation each for
+// parameters, gradients and the two AdamW moments; batches that are a pure
+// function of (seed, step); validation and an atomic checkpoint every
+// eval_every steps and at the end; metrics as JSON lines. A run killed at any
+// point and resumed from its checkpoint produces the same metrics as one that
+// was never interrupted.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_RUNTIME_TRAINER_H
+#define DRC_RUNTIME_TRAINER_H
+
+#include "runtime/Corpus.h"
+#include "runtime/Evaluation.h"
+#include "runtime/ModelProgram.h"
+#include "runtime/ModelSpec.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace drc {
+
+struct TrainOptions {
+  std::filesystem::path runDir; ///< metrics.jsonl, checkpoint.safetensors
+  int64_t steps = 0;            ///< total optimizer steps of the run
+  uint64_t seed = 1;
+  bool resume = false; ///< continue from runDir's checkpoint
+  std::FILE *progress = stderr;
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  EvalResult final;
+  double wallSeconds = 0;      ///< this process only
+  double tokensPerSecond = 0;  ///< this process's training steps
+};
+
+/// The checkpoint and metrics files of a run directory.
+std::filesystem::path checkpointPath(const std::filesystem::path &runDir);
+std::filesystem::path metricsPath(const std::filesystem::path &runDir);
+
+/// Trains `program` on `corpus` as `spec` says. Throws InputError for a bad
+/// run directory (an existing run without --resume, a checkpoint of another
+/// model or schedule) and Error on divergence; the last checkpoint stays.
+TrainSummary train(ModelProgram &program, const ModelSpec &spec,
+                   const Corpus &corpus, const TrainOptions &options);
+
+} // namespace drc
+
+#endif // DRC_RUNTIME_TRAINER_H

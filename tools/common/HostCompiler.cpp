@@ -1,0 +1,45 @@
+//===- HostCompiler.cpp - Compile a spec for the CPU in a tool -----------===//
+#include "tools/common/HostCompiler.h"
+
+#include "codegen/Registration.h"
+#include "runtime/Error.h"
+
+namespace drc {
+
+static mlir::DialectRegistry compilerRegistry() {
+  mlir::DialectRegistry registry;
+  mlir::drc::registerCompilerDialects(registry);
+  return registry;
+}
+
+HostCompiler::HostCompiler() : ctx(compilerRegistry()) {
+  ctx.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+    std::string location;
+    llvm::raw_string_ostream os(location);
+    d.getLocation().print(os);
+    diagnostics += location + ": " + d.str() + "\n";
+    return mlir::success();
+  });
+}
+
+void HostCompiler::fail(const std::string &what) {
+  throw Error(what + (diagnostics.empty() ? "" : ":\n" + diagnostics));
+}
+
+std::unique_ptr<mlir::drc::CpuModel>
+HostCompiler::compile(const ModelSpec &spec) {
+  auto model = mlir::drc::CpuModel::compile(ctx, spec);
+  if (mlir::failed(model))
+    fail("compiling " + spec.path + " failed");
+  return std::move(*model);
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+HostCompiler::lower(const ModelSpec &spec, mlir::drc::CompileStage stage) {
+  auto module = mlir::drc::compileToStage(ctx, spec, stage);
+  if (mlir::failed(module))
+    fail("compiling " + spec.path + " failed");
+  return std::move(*module);
+}
+
+} // namespace drc

@@ -1,0 +1,42 @@
+//===- HostCompiler.h - Compile a spec for the CPU in a tool ----*- C++ -*-===//
+//
+// What drc-train, drc-eval and drc-compile share: an MLIR context with every
+// dialect drc needs, and compilation that turns diagnostics into a
+// drc::Error a tool reports.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_TOOLS_COMMON_HOSTCOMPILER_H
+#define DRC_TOOLS_COMMON_HOSTCOMPILER_H
+
+#include "codegen/ModelCompiler.h"
+#include "runtime/ModelSpec.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <memory>
+#include <string>
+
+namespace drc {
+
+class HostCompiler {
+public:
+  HostCompiler();
+
+  /// Compiles `spec` for the host CPU; throws Error with the diagnostics.
+  std::unique_ptr<mlir::drc::CpuModel> compile(const ModelSpec &spec);
+
+  /// Lowers `spec` through `stage`; throws Error with the diagnostics.
+  mlir::OwningOpRef<mlir::ModuleOp> lower(const ModelSpec &spec,
+                                          mlir::drc::CompileStage stage);
+
+  mlir::MLIRContext &context() { return ctx; }
+
+private:
+  [[noreturn]] void fail(const std::string &what);
+  mlir::MLIRContext ctx;
+  std::string diagnostics;
+};
+
+} // namespace drc
+
+#endif // DRC_TOOLS_COMMON_HOSTCOMPILER_H

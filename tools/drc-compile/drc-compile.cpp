@@ -1,0 +1,106 @@
+//===- drc-compile.cpp - Compile a model spec to a chosen stage ----------===//
+#include "runtime/AtomicFile.h"
+#include "runtime/CommandLine.h"
+#include "tools/common/HostCompiler.h"
+
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+namespace {
+
+const char *const kHelp = R"(usage: drc-compile SPEC [--emit=STAGE] [-o OUT] [--print-params]
+
+Compiles the model spec SPEC (docs/spec.md) and writes the program after
+STAGE to OUT (default: standard output):
+  drc         the imported model: parameters and the loss function
+  train-step  loss and train_step (forward, backward, AdamW) in drc ops
+  linalg      linalg on tensors, bound to the runtime's flat buffers
+  llvm        LLVM IR for this CPU
+--print-params lists the parameters by optimizer group with their shapes,
+initialisers and totals instead.
+
+exit status: 0 success, 1 compile failure, 2 bad usage or bad input.
+)";
+
+std::string printParams(const drc::ParameterTable &table) {
+  std::string out;
+  char line[256];
+  int64_t totals[2] = {0, 0};
+  for (bool decay : {true, false}) {
+    out += decay ? "weight decay group:\n" : "no-decay group:\n";
+    for (const drc::ParameterInfo &p : table.parameters()) {
+      if (p.decay != decay)
+        continue;
+      std::snprintf(line, sizeof line, "  %-32s %-12s %10lld  %s\n",
+                    p.name.c_str(), drc::formatShapeText(p.shape).c_str(),
+                    static_cast<long long>(p.numElements()),
+                    drc::toString(p.init).c_str());
+      out += line;
+      totals[decay ? 0 : 1] += p.numElements();
+    }
+  }
+  std::snprintf(line, sizeof line,
+                "total: %lld parameters (%lld decay, %lld no-decay)\n",
+                static_cast<long long>(totals[0] + totals[1]),
+                static_cast<long long>(totals[0]),
+                static_cast<long long>(totals[1]));
+  return out + line;
+}
+
+int compileMain(int argc, char **argv) {
+  // -o is the one short option, as in every compiler.
+  std::vector<char *> args(argv, argv + argc);
+  for (char *&a : args)
+    if (std::string(a) == "-o")
+      a = const_cast<char *>("--output");
+  drc::CommandLine cl(static_cast<int>(args.size()), args.data(),
+                      {"emit", "output"}, {"print-params", "help"});
+  if (cl.flag("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (cl.positional().size() != 1)
+    throw drc::UsageError("expected exactly one SPEC");
+  drc::ModelSpec spec = drc::loadModelSpec(cl.positional()[0]);
+  std::string stageName = cl.value("emit").value_or("train-step");
+  std::optional<mlir::drc::CompileStage> stage =
+      mlir::drc::parseCompileStage(stageName);
+  if (!stage)
+    throw drc::UsageError("--emit=" + stageName +
+                          " is not a stage; use drc, train-step, linalg or llvm");
+  drc::HostCompiler compiler;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (cl.flag("print-params")) {
+    auto module = compiler.lower(spec, mlir::drc::CompileStage::Drc);
+    text = printParams(mlir::drc::parameterTable(*module));
+  } else {
+    auto module = compiler.lower(spec, *stage);
+    if (*stage == mlir::drc::CompileStage::LLVM) {
+      llvm::LLVMContext llvmContext;
+      auto llvmModule = mlir::translateModuleToLLVMIR(*module, llvmContext);
+      if (!llvmModule)
+        throw drc::Error("translating " + spec.path + " to LLVM IR failed");
+      llvmModule->print(os, nullptr);
+    } else {
+      module->print(os);
+      os << "\n";
+    }
+  }
+  std::optional<std::string> out = cl.value("output");
+  if (!out || *out == "-")
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  else
+    drc::writeFileAtomically(*out, text);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return drc::runTool("drc-compile", compileMain, argc, argv);
+}
