@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -58,7 +59,8 @@ Field integer(std::string key, int64_t &out) {
 }
 
 Field unsignedInteger(std::string key, uint64_t &out) {
-  return {std::move(key), "a non-negative integer", [&out](const toml::node &n) {
+  return {std::move(key), "a non-negative integer",
+          [&out](const toml::node &n) {
             if (!n.is_integer() || n.as_integer()->get() < 0)
               return false;
             out = static_cast<uint64_t>(n.as_integer()->get());
@@ -89,13 +91,20 @@ Field string(std::string key, std::string &out) {
 
 const char *typeName(const toml::node &n) {
   switch (n.type()) {
-  case toml::node_type::table: return "a table";
-  case toml::node_type::array: return "an array";
-  case toml::node_type::string: return "a string";
-  case toml::node_type::integer: return "an integer";
-  case toml::node_type::floating_point: return "a floating-point number";
-  case toml::node_type::boolean: return "a boolean";
-  default: return "a date/time";
+  case toml::node_type::table:
+    return "a table";
+  case toml::node_type::array:
+    return "an array";
+  case toml::node_type::string:
+    return "a string";
+  case toml::node_type::integer:
+    return "an integer";
+  case toml::node_type::floating_point:
+    return "a floating-point number";
+  case toml::node_type::boolean:
+    return "a boolean";
+  default:
+    return "a date/time";
   }
 }
 
@@ -120,10 +129,14 @@ std::string joined(const std::vector<std::string> &keys) {
   return s;
 }
 
+/// Where each "[section] key" was set, for validation messages.
+using KeyLocations = std::map<std::string, std::string>;
+
 /// Reads every key of `table` through `fields`; rejects unknown and mistyped
 /// keys.
 void readTable(const std::string &path, const std::string &name,
-               const toml::table &table, const std::vector<Field> &fields) {
+               const toml::table &table, const std::vector<Field> &fields,
+               KeyLocations &locations) {
   std::vector<std::string> known;
   for (const Field &f : fields)
     known.push_back(f.key);
@@ -137,52 +150,62 @@ void readTable(const std::string &path, const std::string &name,
                        " (known keys: " + joined(known) + ")");
     if (!field->read(node))
       throw InputError(where(path, node.source()) + ": [" + name + "] " + k +
-                       " must be " + field->type + ", found " +
-                       typeName(node));
+                       " must be " + field->type + ", found " + typeName(node));
+    locations["[" + name + "] " + k] = where(path, node.source());
   }
 }
 
-void require(bool ok, const std::string &path, const std::string &message) {
-  if (!ok)
-    throw InputError(path + ": " + message);
-}
+/// Checks a rule; the message starts with "[section] key" and is located
+/// where that key was set (the file alone for a key left at its default).
+struct Validator {
+  const std::string &path;
+  const KeyLocations &locations;
+  void operator()(bool ok, const std::string &message) const {
+    if (ok)
+      return;
+    auto at = locations.find(
+        message.substr(0, message.find(' ', message.find(']') + 2)));
+    throw InputError((at == locations.end() ? path : at->second) + ": " +
+                     message);
+  }
+};
 
-void validate(const ModelSpec &s) {
-  const std::string &p = s.path;
+void validate(const ModelSpec &s, const KeyLocations &locations) {
+  Validator require{s.path, locations};
   const ModelShape &m = s.model;
-  require(m.vocab > 1, p, "[model] vocab must be at least 2");
-  require(m.dModel > 0, p, "[model] d_model must be set to a positive integer");
-  require(m.nLayer > 0, p, "[model] n_layer must be set to a positive integer");
-  require(m.nHead > 0 && m.dModel % m.nHead == 0, p,
-          "[model] n_head = " + std::to_string(m.nHead) +
-              " must be positive and divide d_model = " +
-              std::to_string(m.dModel));
-  require((m.dModel / m.nHead) % 2 == 0, p,
+  require(m.vocab > 1, "[model] vocab must be at least 2");
+  require(m.dModel > 0, "[model] d_model must be set to a positive integer");
+  require(m.nLayer > 0, "[model] n_layer must be set to a positive integer");
+  require(
+      m.nHead > 0 && m.dModel % m.nHead == 0,
+      "[model] n_head = " + std::to_string(m.nHead) +
+          " must be positive and divide d_model = " + std::to_string(m.dModel));
+  require((m.dModel / m.nHead) % 2 == 0,
           "[model] the head dimension d_model / n_head = " +
               std::to_string(m.dModel / m.nHead) + " must be even for RoPE");
-  require(m.dFF > 0, p, "[model] d_ff must be positive");
-  require(m.seqLen > 0, p, "[model] seq_len must be set to a positive integer");
-  require(m.normEps >= 0, p, "[model] norm_eps must be non-negative");
-  require(m.ropeTheta > 0, p, "[model] rope_theta must be positive");
-  require(s.residual.scheme == "preln", p,
-          "[residual] scheme '" + s.residual.scheme +
-              "' is not known; available: preln");
+  require(m.dFF > 0, "[model] d_ff must be positive");
+  require(m.seqLen > 0, "[model] seq_len must be set to a positive integer");
+  require(m.normEps >= 0, "[model] norm_eps must be non-negative");
+  require(m.ropeTheta > 0, "[model] rope_theta must be positive");
+  require(s.residual.scheme == "preln", "[residual] scheme '" +
+                                            s.residual.scheme +
+                                            "' is not known; available: preln");
   const TrainSpec &t = s.train;
-  require(t.batch > 0, p, "[train] batch must be set to a positive integer");
-  require(t.steps > 0, p, "[train] steps must be set to a positive integer");
-  require(t.lr > 0, p, "[train] lr must be set to a positive number");
-  require(t.warmupFraction >= 0 && t.warmupFraction < 1, p,
+  require(t.batch > 0, "[train] batch must be set to a positive integer");
+  require(t.steps > 0, "[train] steps must be set to a positive integer");
+  require(t.lr > 0, "[train] lr must be set to a positive number");
+  require(t.warmupFraction >= 0 && t.warmupFraction < 1,
           "[train] warmup_fraction must be in [0, 1)");
-  require(t.finalLrFraction >= 0 && t.finalLrFraction <= 1, p,
+  require(t.finalLrFraction >= 0 && t.finalLrFraction <= 1,
           "[train] final_lr_fraction must be in [0, 1]");
-  require(t.beta1 >= 0 && t.beta1 < 1 && t.beta2 >= 0 && t.beta2 < 1, p,
+  require(t.beta1 >= 0 && t.beta1 < 1 && t.beta2 >= 0 && t.beta2 < 1,
           "[train] beta1 and beta2 must be in [0, 1)");
-  require(t.adamEps > 0, p, "[train] adam_eps must be positive");
-  require(t.weightDecay >= 0, p, "[train] weight_decay must be non-negative");
-  require(t.gradClip > 0, p, "[train] grad_clip must be positive");
-  require(t.initStd > 0, p, "[train] init_std must be positive");
-  require(t.evalEvery > 0, p, "[train] eval_every must be positive");
-  require(t.evalTokens >= m.seqLen, p,
+  require(t.adamEps > 0, "[train] adam_eps must be positive");
+  require(t.weightDecay >= 0, "[train] weight_decay must be non-negative");
+  require(t.gradClip > 0, "[train] grad_clip must be positive");
+  require(t.initStd > 0, "[train] init_std must be positive");
+  require(t.evalEvery > 0, "[train] eval_every must be positive");
+  require(t.evalTokens >= m.seqLen,
           "[train] eval_tokens must be at least seq_len");
 }
 
@@ -204,15 +227,17 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
   spec.path = path;
   ModelShape &m = spec.model;
   TrainSpec &t = spec.train;
+  KeyLocations locations;
   bool dFFSet = false;
   int64_t dFF = 0;
 
   std::vector<Field> sections;
   auto section = [&](const std::string &name, std::vector<Field> fields) {
-    return Field{name, "a table", [&path, name, fields](const toml::node &n) {
+    return Field{name, "a table",
+                 [&path, &locations, name, fields](const toml::node &n) {
                    if (!n.is_table())
                      return false;
-                   readTable(path, name, *n.as_table(), fields);
+                   readTable(path, name, *n.as_table(), fields, locations);
                    return true;
                  }};
   };
@@ -222,31 +247,31 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
     return inner(n);
   };
   sections.push_back(section(
-      "model", {integer("vocab", m.vocab), integer("d_model", m.dModel),
-                integer("n_layer", m.nLayer), integer("n_head", m.nHead),
-                dFFField, integer("seq_len", m.seqLen),
-                number("norm_eps", m.normEps),
-                number("rope_theta", m.ropeTheta)}));
+      "model",
+      {integer("vocab", m.vocab), integer("d_model", m.dModel),
+       integer("n_layer", m.nLayer), integer("n_head", m.nHead), dFFField,
+       integer("seq_len", m.seqLen), number("norm_eps", m.normEps),
+       number("rope_theta", m.ropeTheta)}));
   sections.push_back(
       section("residual", {string("scheme", spec.residual.scheme)}));
   sections.push_back(section(
       "train",
-      {integer("batch", t.batch), integer("steps", t.steps),
-       number("lr", t.lr), number("warmup_fraction", t.warmupFraction),
+      {integer("batch", t.batch), integer("steps", t.steps), number("lr", t.lr),
+       number("warmup_fraction", t.warmupFraction),
        number("final_lr_fraction", t.finalLrFraction),
        number("weight_decay", t.weightDecay), number("beta1", t.beta1),
        number("beta2", t.beta2), number("adam_eps", t.adamEps),
        number("grad_clip", t.gradClip), number("init_std", t.initStd),
-       integer("eval_every", t.evalEvery),
-       integer("eval_tokens", t.evalTokens),
+       integer("eval_every", t.evalEvery), integer("eval_tokens", t.evalTokens),
        unsignedInteger("seed", t.seed)}));
-  readTable(path, "top level", root, sections);
+  readTable(path, "top level", root, sections, locations);
   for (const char *required : {"model", "train"})
-    require(root.contains(required), path,
-            std::string("missing the [") + required + "] table");
+    if (!root.contains(required))
+      throw InputError(path + ": missing the [" + std::string(required) +
+                       "] table (docs/spec.md lists its keys)");
 
   m.dFF = dFFSet ? dFF : defaultFFNWidth(m.dModel);
-  validate(spec);
+  validate(spec, locations);
   return spec;
 }
 

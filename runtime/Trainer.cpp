@@ -9,6 +9,8 @@
 #include "runtime/Schedule.h"
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -29,6 +31,14 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                        start)
       .count();
+}
+
+/// Fault injection for the resume tests: DRC_FAULT_KILL_AFTER_STEP=N makes
+/// the process SIGKILL itself right after optimizer step N, as a crash or an
+/// OOM killer would, between two checkpoints.
+int64_t killAfterStep() {
+  const char *value = std::getenv("DRC_FAULT_KILL_AFTER_STEP");
+  return value ? std::atoll(value) : -1;
 }
 
 /// The checkpoint's record of the schedule; a resume under another one
@@ -92,6 +102,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   auto began = std::chrono::steady_clock::now();
   double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
   int64_t lossCount = 0, trained = 0;
+  const int64_t killAt = killAfterStep();
   TrainSummary summary;
   for (int64_t step = start; step < options.steps; ++step) {
     sampler.trainBatch(options.seed, step, inputs.data(), targets.data());
@@ -106,6 +117,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                   " (loss " + std::to_string(r.loss) + "); " +
                   (fs::exists(checkpoint) ? "the last checkpoint is kept"
                                           : "no checkpoint was written"));
+    if (step + 1 == killAt)
+      std::raise(SIGKILL);
     lossSum += r.loss;
     ++lossCount;
     lastGradNorm = r.gradNorm;
