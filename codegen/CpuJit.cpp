@@ -6,6 +6,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 
 using namespace mlir;
@@ -40,18 +41,40 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   registerBuiltinDialectTranslation(*llvmModule.getContext());
   registerLLVMDialectTranslation(*llvmModule.getContext());
 
+  // Optimise for this CPU: without its target machine the O3 pipeline has
+  // no cost model and leaves loops scalar.
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return llvmModule.emitError() << "drc: cannot describe this CPU: "
+                                  << llvm::toString(builder.takeError());
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine)
+    return llvmModule.emitError() << "drc: no LLVM target for this CPU: "
+                                  << llvm::toString(machine.takeError());
   // The transformer is a function_ref: keep the callable alive here.
   std::function<llvm::Error(llvm::Module *)> optimize =
       makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
-                                /*targetMachine=*/nullptr);
+                                machine->get());
   ExecutionEngineOptions options;
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  auto engine = ExecutionEngine::create(llvmModule, options);
+  options.enableObjectDump = getenv("DRC_DUMP_OBJECT") != nullptr;
+  auto engine = ExecutionEngine::create(llvmModule, options, std::move(*machine));
   if (!engine) {
     std::string message = llvm::toString(engine.takeError());
     return llvmModule.emitError() << "drc: JIT compilation failed: " << message;
   }
+  // Materialise every entry point now: ORC compiles lazily, and the first
+  // call would otherwise pay for code generation.
+  for (const auto &entry : shapes)
+    if (auto fn = (*engine)->lookup(("_mlir_ciface_" + entry.getKey()).str());
+        !fn) {
+      std::string message = llvm::toString(fn.takeError());
+      return llvmModule.emitError() << "drc: JIT lookup failed: " << message;
+    }
+  if (const char *dump = getenv("DRC_DUMP_OBJECT"))
+    (*engine)->dumpToObjectFile(dump);
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(*engine), std::move(shapes)));
 }
 

@@ -1,22 +1,36 @@
 //===- CpuPipeline.cpp - linalg on tensors -> LLVM for the host ----------===//
 #include "codegen/CpuPipeline.h"
 
+#include "passes/Passes.h"
+
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <mutex>
 
 using namespace mlir;
 
-/// Textual pipeline (MLIR 22 pass names). One-shot bufferization with the
-/// empty-tensor elimination that lets results land in their destination.
-static constexpr const char *kCpuCodegen =
+/// After drc-cpu-tile, this textual pipeline (MLIR 22 pass names). No CSE
+/// before bufferization: merged zero fills of two accumulators would be
+/// copied.
+/// one-shot bufferization with the empty-tensor elimination that lets
+/// results land in their destination, then vector contractions lowered to
+/// outer products (no canonicalization after that: it would scalarise the
+/// accumulator) and everything to the LLVM dialect. drc-outline-kernels runs
+/// between the two halves.
+static constexpr const char *kBufferize =
+    "canonicalize,"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,"
-    "buffer-deallocation-pipeline,"
+    "buffer-deallocation-pipeline";
+static constexpr const char *kToLLVM =
+    "scf-forall-to-for,"
     "func.func(convert-linalg-to-loops),"
+    "func.func(convert-vector-to-scf{full-unroll=true}),"
+    "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
     "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
     "finalize-memref-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,"
     "convert-ub-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
@@ -27,7 +41,19 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
   // them again (drc-opt already has) is harmless.
   static std::once_flag registered;
   std::call_once(registered, [] { registerAllPasses(); });
-  if (failed(parsePassPipeline(kCpuCodegen, pm)))
+  // The register tile must fit the vector register file: 16 AVX2 registers
+  // hold a 4x16 f32 tile plus operands, 32 AVX-512 ones an 8x32 tile.
+  CpuTileAndVectorizeOptions tiling;
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f")) {
+    tiling.registerRows = 8;
+    tiling.registerColumns = 32;
+  }
+  pm.addPass(createCpuTileAndVectorize(tiling));
+  if (failed(parsePassPipeline(kBufferize, pm)))
+    llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
+  pm.addPass(createOutlineKernels());
+  if (failed(parsePassPipeline(kToLLVM, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
 }
 

@@ -7,6 +7,8 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <xmmintrin.h>
+
 using namespace mlir;
 using namespace mlir::drc;
 
@@ -104,10 +106,19 @@ CpuModel::compileModule(ModuleOp module, int64_t tokens,
       new CpuModel(std::move(table), tokens, std::move(*jit)));
 }
 
+/// Flush-to-zero and denormals-are-zero for the calling thread, as GPUs do
+/// for training: underflowing softmax tails and moments would otherwise hit
+/// the slow denormal path. Results stay deterministic.
+static void flushDenormals() {
+  constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;
+  _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero);
+}
+
 ::drc::StepResult CpuModel::trainStep(const ::drc::TrainingBuffers &b,
                                       const int32_t *inputs,
                                       const int32_t *targets, float lr,
                                       int64_t step) {
+  flushDenormals();
   float stepValue = static_cast<float>(step);
   float out[2] = {0, 0};
   if (failed(engine->call("train_step",
@@ -121,6 +132,7 @@ CpuModel::compileModule(ModuleOp module, int64_t tokens,
 
 float CpuModel::loss(const float *params, const int32_t *inputs,
                      const int32_t *targets) {
+  flushDenormals();
   float out[1] = {0};
   if (failed(engine->call("loss", {const_cast<float *>(params),
                                    const_cast<int32_t *>(inputs),

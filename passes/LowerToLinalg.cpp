@@ -246,17 +246,25 @@ Value lowerRMSNormGainGrad(KernelBuilder &k, RMSNormGainGradOp op) {
 // Dense and elementwise
 //===----------------------------------------------------------------------===//
 
+/// [a, b] -> [b, a].
+Value transposed(KernelBuilder &k, Value x) {
+  auto shape = cast<RankedTensorType>(x.getType()).getShape();
+  return k.generic1(x, k.empty({shape[1], shape[0]}),
+                    {k.map(2, {1, 0}), k.map(2, {0, 1})}, {kPar, kPar},
+                    [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+}
+
 Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
+  // Transposed operands are materialised (O(mk) or O(kn) against the O(mkn)
+  // product) so that every product is a plain row-major linalg.matmul, the
+  // form the CPU schedule tiles into an outer-product register kernel.
+  Value lhs = op.getTransposeLhs() ? transposed(k, op.getLhs()) : op.getLhs();
+  Value rhs = op.getTransposeRhs() ? transposed(k, op.getRhs()) : op.getRhs();
   auto type = cast<RankedTensorType>(op.getType());
-  // Dims (m, n, kk).
-  AffineMap lhs = op.getTransposeLhs() ? k.map(3, {2, 0}) : k.map(3, {0, 2});
-  AffineMap rhs = op.getTransposeRhs() ? k.map(3, {1, 2}) : k.map(3, {2, 1});
-  return k.generic1({op.getLhs(), op.getRhs()},
-                    k.filled(type.getShape(), 0.0),
-                    {lhs, rhs, k.map(3, {0, 1})}, {kPar, kPar, kRed},
-                    [&](Scalar &s, ValueRange a) {
-                      k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
-                    });
+  return linalg::MatmulOp::create(k.b, k.loc, TypeRange{type},
+                                  ValueRange{lhs, rhs},
+                                  ValueRange{k.filled(type.getShape(), 0.0)})
+      .getResult(0);
 }
 
 SmallVector<AffineMap> identityMaps(KernelBuilder &k, unsigned rank,
@@ -477,139 +485,165 @@ Value lowerRope(KernelBuilder &k, RopeOp op) {
                     });
 }
 
-/// Scaled scores S[b,h,t,s] = scale q[b,t,h,:] . k[b,s,h,:].
-Value attentionScores(KernelBuilder &k, Value q4, Value k4, double scale) {
-  auto s = cast<RankedTensorType>(q4.getType()).getShape(); // B T H dh
-  // Dims (b, h, t, s, i).
-  return k.generic1({q4, k4}, k.filled({s[0], s[2], s[1], s[1]}, 0.0),
-                    {k.map(5, {0, 2, 1, 4}), k.map(5, {0, 3, 1, 4}),
-                     k.map(5, {0, 1, 2, 3})},
-                    {kPar, kPar, kPar, kPar, kRed},
-                    [&](Scalar &sc, ValueRange a) {
-                      k.yield(sc, sc.add(a[2], sc.mul(sc.mul(a[0], a[1]), sc.c(scale))));
-                    });
+/// Attention works per (sequence, head) on [B*H, T, dh] blocks, so that its
+/// four products are batched row-major matmuls like every other product.
+struct HeadLayout {
+  int64_t batch, seqLen, nHead, headDim;
+  int64_t blocks() const { return batch * nHead; }
+};
+
+HeadLayout headLayout(Value x, int64_t seqLen, int64_t nHead) {
+  auto shape = cast<RankedTensorType>(x.getType()).getShape();
+  return {shape[0] / seqLen, seqLen, nHead, shape[1] / nHead};
 }
 
-/// P[b,h,t,s] = exp(S - lse[b,h,t]) for s <= t, else 0.
-Value attentionProbs(KernelBuilder &k, Value scores, Value lse) {
-  auto shape = cast<RankedTensorType>(scores.getType()).getShape();
-  return k.generic1({scores, lse}, k.empty(shape),
-                    {k.map(4, {0, 1, 2, 3}), k.map(4, {0, 1, 2}),
-                     k.map(4, {0, 1, 2, 3})},
-                    {kPar, kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
-                      Value keep = s.indexLE(s.index(3), s.index(2));
-                      k.yield(s, s.select(keep, s.exp(s.sub(a[0], a[1])), s.c(0.0)));
-                    });
+/// [N, D] -> [B*H, T, dh], or [B*H, dh, T] with `transpose`.
+Value toHeads(KernelBuilder &k, Value x, const HeadLayout &l, bool transpose) {
+  Value x4 = k.heads(x, l.seqLen, l.nHead); // [B, T, H, dh]
+  Value out = transpose ? k.empty({l.batch, l.nHead, l.headDim, l.seqLen})
+                        : k.empty({l.batch, l.nHead, l.seqLen, l.headDim});
+  // Dims (b, h, t, i).
+  AffineMap outMap = transpose ? k.map(4, {0, 1, 3, 2}) : k.map(4, {0, 1, 2, 3});
+  Value blocked = k.generic1(x4, out, {k.map(4, {0, 2, 1, 3}), outMap},
+                             {kPar, kPar, kPar, kPar},
+                             [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  int64_t rows = transpose ? l.headDim : l.seqLen;
+  int64_t cols = transpose ? l.seqLen : l.headDim;
+  return tensor::CollapseShapeOp::create(
+      k.b, k.loc, k.tensor({l.blocks(), rows, cols}), blocked,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
 }
 
-/// [B, T, H] <-> [B, H, T] for the log-sum-exp.
-Value lseToHeadMajor(KernelBuilder &k, Value lse3) { // [B,T,H] -> [B,H,T]
-  auto s = cast<RankedTensorType>(lse3.getType()).getShape();
-  return k.generic1(lse3, k.empty({s[0], s[2], s[1]}),
-                    {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
+/// [B*H, T, dh] -> [N, D].
+Value fromHeads(KernelBuilder &k, Value x, const HeadLayout &l) {
+  Value x4 = tensor::ExpandShapeOp::create(
+      k.b, k.loc, k.tensor({l.batch, l.nHead, l.seqLen, l.headDim}), x,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+  Value out = k.generic1(x4, k.empty({l.batch, l.seqLen, l.nHead, l.headDim}),
+                         {k.map(4, {0, 2, 1, 3}), k.map(4, {0, 1, 2, 3})},
+                         {kPar, kPar, kPar, kPar},
+                         [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  return k.tokens(out);
+}
+
+/// [G, a, b] -> [G, b, a].
+Value transposeBlocks(KernelBuilder &k, Value x) {
+  auto s = cast<RankedTensorType>(x.getType()).getShape();
+  return k.generic1(x, k.empty({s[0], s[2], s[1]}),
+                    {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})},
+                    {kPar, kPar, kPar},
                     [&](Scalar &sc, ValueRange a) { k.yield(sc, a[0]); });
 }
 
+Value batchMatmul(KernelBuilder &k, Value a, Value b) {
+  auto sa = cast<RankedTensorType>(a.getType()).getShape();
+  auto sb = cast<RankedTensorType>(b.getType()).getShape();
+  RankedTensorType type = k.tensor({sa[0], sa[1], sb[2]});
+  return linalg::BatchMatmulOp::create(k.b, k.loc, TypeRange{type},
+                                       ValueRange{a, b},
+                                       ValueRange{k.filled(type.getShape(), 0.0)})
+      .getResult(0);
+}
+
+/// P[g,t,s] = exp(scale S[g,t,s] - lse[g,t]) for s <= t, else 0.
+Value attentionProbs(KernelBuilder &k, Value scores, Value lse, double scale) {
+  auto shape = cast<RankedTensorType>(scores.getType()).getShape();
+  return k.generic1({scores, lse}, k.empty(shape),
+                    {k.map(3, {0, 1, 2}), k.map(3, {0, 1}), k.map(3, {0, 1, 2})},
+                    {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+                      Value keep = s.indexLE(s.index(2), s.index(1));
+                      Value p = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
+                      k.yield(s, s.select(keep, p, s.c(0.0)));
+                    });
+}
+
+/// lse [G, T] <-> [N, H] (token-major, as the op's result).
+Value lseToTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
+  Value lse3 = tensor::ExpandShapeOp::create(
+      k.b, k.loc, k.tensor({l.batch, l.nHead, l.seqLen}), lse,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  Value bth = k.generic1(lse3, k.empty({l.batch, l.seqLen, l.nHead}),
+                         {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})},
+                         {kPar, kPar, kPar},
+                         [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  return tensor::CollapseShapeOp::create(
+      k.b, k.loc, k.tensor({l.batch * l.seqLen, l.nHead}), bth,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+}
+Value lseFromTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
+  Value bth = tensor::ExpandShapeOp::create(
+      k.b, k.loc, k.tensor({l.batch, l.seqLen, l.nHead}), lse,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  Value bht = k.generic1(bth, k.empty({l.batch, l.nHead, l.seqLen}),
+                         {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})},
+                         {kPar, kPar, kPar},
+                         [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  return tensor::CollapseShapeOp::create(
+      k.b, k.loc, k.tensor({l.blocks(), l.seqLen}), bht,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+}
+
 SmallVector<Value> lowerCausalAttention(KernelBuilder &k, CausalAttentionOp op) {
-  int64_t nHead = op.getNHead(), seqLen = op.getSeqLen();
-  auto type = cast<RankedTensorType>(op.getQ().getType());
-  double scale = 1.0 / std::sqrt(double(type.getDimSize(1) / nHead));
-  Value q4 = k.heads(op.getQ(), seqLen, nHead);
-  Value k4 = k.heads(op.getK(), seqLen, nHead);
-  Value v4 = k.heads(op.getV(), seqLen, nHead);
-  auto sh = cast<RankedTensorType>(q4.getType()).getShape(); // B T H dh
-  Value scores = attentionScores(k, q4, k4, scale);
-  AffineMap all4 = k.map(4, {0, 1, 2, 3}), row4 = k.map(4, {0, 1, 2});
-  SmallVector<IteratorType> redS{kPar, kPar, kPar, kRed};
-  Value mx = k.generic1(scores, k.filled({sh[0], sh[2], sh[1]}, -INFINITY),
-                        {all4, row4}, redS, [&](Scalar &s, ValueRange a) {
-                          Value keep = s.indexLE(s.index(3), s.index(2));
-                          k.yield(s, s.select(keep, s.max(a[1], a[0]), a[1]));
+  HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
+  double scale = 1.0 / std::sqrt(double(l.headDim));
+  Value scores = batchMatmul(k, toHeads(k, op.getQ(), l, false),
+                             toHeads(k, op.getK(), l, true)); // [G, T, T]
+  AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
+  SmallVector<IteratorType> red{kPar, kPar, kRed};
+  Value mx = k.generic1(scores, k.filled({l.blocks(), l.seqLen}, -INFINITY),
+                        {all, row}, red, [&](Scalar &s, ValueRange a) {
+                          Value keep = s.indexLE(s.index(2), s.index(1));
+                          Value v = s.mul(a[0], s.c(scale));
+                          k.yield(s, s.select(keep, s.max(a[1], v), a[1]));
                         });
-  Value se = k.generic1({scores, mx}, k.filled({sh[0], sh[2], sh[1]}, 0.0),
-                        {all4, row4, row4}, redS, [&](Scalar &s, ValueRange a) {
-                          Value keep = s.indexLE(s.index(3), s.index(2));
-                          Value e = s.exp(s.sub(a[0], a[1]));
+  Value se = k.generic1({scores, mx}, k.filled({l.blocks(), l.seqLen}, 0.0),
+                        {all, row, row}, red, [&](Scalar &s, ValueRange a) {
+                          Value keep = s.indexLE(s.index(2), s.index(1));
+                          Value e = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
                           k.yield(s, s.select(keep, s.add(a[2], e), a[2]));
                         });
-  AffineMap id3 = k.map(3, {0, 1, 2});
-  Value lse = k.generic1({mx, se}, k.empty({sh[0], sh[2], sh[1]}),
-                         {id3, id3, id3}, {kPar, kPar, kPar},
+  AffineMap id2 = k.map(2, {0, 1});
+  Value lse = k.generic1({mx, se}, k.empty({l.blocks(), l.seqLen}),
+                         {id2, id2, id2}, {kPar, kPar},
                          [&](Scalar &s, ValueRange a) {
                            k.yield(s, s.add(a[0], s.log(a[1])));
                          });
-  Value probs = attentionProbs(k, scores, lse);
-  // O[b,t,h,i] = sum_s P[b,h,t,s] v[b,s,h,i]; dims (b, t, h, i, s).
-  Value out = k.generic1({probs, v4}, k.filled(sh, 0.0),
-                         {k.map(5, {0, 2, 1, 4}), k.map(5, {0, 4, 2, 3}),
-                          k.map(5, {0, 1, 2, 3})},
-                         {kPar, kPar, kPar, kPar, kRed},
-                         [&](Scalar &s, ValueRange a) {
-                           k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
-                         });
-  // lse as [N, H]: [B,H,T] -> [B,T,H] -> collapse.
-  Value lseBTH = k.generic1(lse, k.empty({sh[0], sh[1], sh[2]}),
-                            {k.map(3, {0, 2, 1}), id3}, {kPar, kPar, kPar},
-                            [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
-  Value lse2 = tensor::CollapseShapeOp::create(k.b, 
-      k.loc, k.tensor({sh[0] * sh[1], sh[2]}), lseBTH,
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  return {k.tokens(out), lse2};
+  Value probs = attentionProbs(k, scores, lse, scale);
+  Value out = batchMatmul(k, probs, toHeads(k, op.getV(), l, false));
+  return {fromHeads(k, out, l), lseToTokens(k, lse, l)};
 }
 
 SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
                                             CausalAttentionGradOp op) {
-  int64_t nHead = op.getNHead(), seqLen = op.getSeqLen();
-  auto type = cast<RankedTensorType>(op.getQ().getType());
-  double scale = 1.0 / std::sqrt(double(type.getDimSize(1) / nHead));
-  Value q4 = k.heads(op.getQ(), seqLen, nHead);
-  Value k4 = k.heads(op.getK(), seqLen, nHead);
-  Value v4 = k.heads(op.getV(), seqLen, nHead);
-  Value o4 = k.heads(op.getOut(), seqLen, nHead);
-  Value do4 = k.heads(op.getResultGrad(), seqLen, nHead);
-  auto sh = cast<RankedTensorType>(q4.getType()).getShape(); // B T H dh
-  Value lse3 = tensor::ExpandShapeOp::create(k.b, 
-      k.loc, k.tensor({sh[0], sh[1], sh[2]}), op.getLse(),
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value lse = lseToHeadMajor(k, lse3);
-  Value probs = attentionProbs(k, attentionScores(k, q4, k4, scale), lse);
-  SmallVector<IteratorType> par4Red{kPar, kPar, kPar, kPar, kRed};
-  auto mac = [&](Scalar &s, ValueRange a) {
-    k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
-  };
-  // dV[b,s,h,i] = sum_t P[b,h,t,s] dO[b,t,h,i]; dims (b, s, h, i, t).
-  Value dv = k.generic1({probs, do4}, k.filled(sh, 0.0),
-                        {k.map(5, {0, 2, 4, 1}), k.map(5, {0, 4, 2, 3}),
-                         k.map(5, {0, 1, 2, 3})},
-                        par4Red, mac);
-  // dP[b,h,t,s] = sum_i dO[b,t,h,i] v[b,s,h,i]; dims (b, h, t, s, i).
-  Value dp = k.generic1({do4, v4}, k.filled({sh[0], sh[2], sh[1], sh[1]}, 0.0),
-                        {k.map(5, {0, 2, 1, 4}), k.map(5, {0, 3, 1, 4}),
-                         k.map(5, {0, 1, 2, 3})},
-                        par4Red, mac);
-  // D[b,h,t] = sum_i dO[b,t,h,i] O[b,t,h,i]; dims (b, h, t, i).
-  Value dsum = k.generic1({do4, o4}, k.filled({sh[0], sh[2], sh[1]}, 0.0),
-                          {k.map(4, {0, 2, 1, 3}), k.map(4, {0, 2, 1, 3}),
-                           k.map(4, {0, 1, 2})},
-                          {kPar, kPar, kPar, kRed}, mac);
-  // dS = P (dP - D), scaled here once for both dQ and dK.
-  AffineMap all4 = k.map(4, {0, 1, 2, 3}), row4 = k.map(4, {0, 1, 2});
-  Value ds = k.generic1({probs, dp, dsum}, k.empty({sh[0], sh[2], sh[1], sh[1]}),
-                        {all4, all4, row4, all4}, {kPar, kPar, kPar, kPar},
+  HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
+  double scale = 1.0 / std::sqrt(double(l.headDim));
+  Value q = toHeads(k, op.getQ(), l, false);
+  Value kk = toHeads(k, op.getK(), l, false);
+  Value dOut = toHeads(k, op.getResultGrad(), l, false);
+  Value lse = lseFromTokens(k, op.getLse(), l);
+  Value scores = batchMatmul(k, q, toHeads(k, op.getK(), l, true));
+  Value probs = attentionProbs(k, scores, lse, scale);
+  // dV = P^T dO; dP = dO V^T.
+  Value dv = batchMatmul(k, transposeBlocks(k, probs), dOut);
+  Value dp = batchMatmul(k, dOut, toHeads(k, op.getV(), l, true));
+  // D[g,t] = sum_i dO[g,t,i] O[g,t,i].
+  Value out = toHeads(k, op.getOut(), l, false);
+  Value dsum = k.generic1({dOut, out}, k.filled({l.blocks(), l.seqLen}, 0.0),
+                          {k.map(3, {0, 1, 2}), k.map(3, {0, 1, 2}),
+                           k.map(3, {0, 1})},
+                          {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+                            k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                          });
+  // dS = scale P (dP - D), scaled here once for both dQ and dK.
+  AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
+  Value ds = k.generic1({probs, dp, dsum}, k.empty({l.blocks(), l.seqLen, l.seqLen}),
+                        {all, all, row, all}, {kPar, kPar, kPar},
                         [&](Scalar &s, ValueRange a) {
                           k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
                         });
-  // dQ[b,t,h,i] = sum_s dS[b,h,t,s] k[b,s,h,i]; dims (b, t, h, i, s).
-  Value dq = k.generic1({ds, k4}, k.filled(sh, 0.0),
-                        {k.map(5, {0, 2, 1, 4}), k.map(5, {0, 4, 2, 3}),
-                         k.map(5, {0, 1, 2, 3})},
-                        par4Red, mac);
-  // dK[b,s,h,i] = sum_t dS[b,h,t,s] q[b,t,h,i]; dims (b, s, h, i, t).
-  Value dk = k.generic1({ds, q4}, k.filled(sh, 0.0),
-                        {k.map(5, {0, 2, 4, 1}), k.map(5, {0, 4, 2, 3}),
-                         k.map(5, {0, 1, 2, 3})},
-                        par4Red, mac);
-  return {k.tokens(dq), k.tokens(dk), k.tokens(dv)};
+  Value dq = batchMatmul(k, ds, kk);
+  Value dk = batchMatmul(k, transposeBlocks(k, ds), q);
+  return {fromHeads(k, dq, l), fromHeads(k, dk, l), fromHeads(k, dv, l)};
 }
 
 //===----------------------------------------------------------------------===//

@@ -68,4 +68,37 @@ def BindBuffers : Pass<"drc-bind-buffers", "::mlir::ModuleOp"> {
                            "::mlir::math::MathDialect", "::mlir::scf::SCFDialect"];
 }
 
+def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
+  let summary = "Tile and vectorise drc's kernels for the host CPU, on tensors";
+  let description = [{
+    Matmuls (linalg.matmul, row-major) are split across
+    threads along m (scf.forall), blocked along k, and tiled to a register
+    tile (4x16 for 16 AVX2 registers, 8x32 for 32 AVX-512 ones) vectorised to vector.contract with the C tile hoisted out
+    of the k loop. Tile sizes are chosen per op to divide its static shape,
+    so no masking is needed; an op whose shape no tile divides stays scalar
+    (correct, slower). Runs before bufferization.
+  }];
+  let options = [
+    Option<"registerRows", "register-rows", "int64_t", "4",
+           "Rows of the register tile (divided down to fit the shape)">,
+    Option<"registerColumns", "register-columns", "int64_t", "16",
+           "Columns of the register tile: two vector registers' worth">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect"];
+}
+
+def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Move each loop nest of a bufferized entry point into its own function";
+  let description = [{
+    Every top-level loop nest (scf.forall, scf.for, linalg ops) of a public
+    function becomes a private, non-inlined function called in its place.
+    LLVM's optimiser is superlinear in function size; a train step of
+    hundreds of kernels in one function takes minutes to compile, as
+    kernels it takes seconds. Kernels are also the unit a device backend
+    launches.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
 #endif // DRC_PASSES_TD

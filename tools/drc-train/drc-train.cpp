@@ -4,6 +4,7 @@
 #include "runtime/Trainer.h"
 #include "tools/common/HostCompiler.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace {
@@ -50,7 +51,12 @@ int trainMain(int argc, char **argv) {
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
 
   drc::HostCompiler compiler;
+  auto compileBegan = std::chrono::steady_clock::now();
   auto model = compiler.compile(spec);
+  std::fprintf(stderr, "drc-train: compiled %s in %.1f s\n", spec.path.c_str(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             compileBegan)
+                   .count());
   std::fprintf(stderr, "drc-train: %s: %lld parameters, %zu domains, %lld steps of %lld tokens\n",
                spec.path.c_str(),
                static_cast<long long>(model->parameters().numParameters()),

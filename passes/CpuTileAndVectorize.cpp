@@ -1,0 +1,144 @@
+//===- CpuTileAndVectorize.cpp - CPU schedule of drc's kernels -----------===//
+//
+// linalg.matmul ops become: scf.forall over row blocks (one per thread chunk),
+// an optional k block, and an 8x32x1 register tile vectorised to
+// vector.contract whose C tile stays in registers across k (hoisted
+// transfers). Sizes divide the static shapes, so nothing is masked.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+namespace mlir::drc {
+#define GEN_PASS_DEF_CPUTILEANDVECTORIZE
+#include "passes/Passes.h.inc"
+} // namespace mlir::drc
+
+using namespace mlir;
+using namespace mlir::drc;
+
+namespace {
+
+/// The first of `choices` that divides `extent`, or 0.
+int64_t dividing(int64_t extent, std::initializer_list<int64_t> choices) {
+  for (int64_t c : choices)
+    if (extent % c == 0)
+      return c;
+  return 0;
+}
+
+FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
+                                     ArrayRef<int64_t> sizes, bool forall) {
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  options.setLoopType(forall ? scf::SCFTilingOptions::LoopType::ForallOp
+                             : scf::SCFTilingOptions::LoopType::ForOp);
+  rewriter.setInsertionPoint(op);
+  auto result = scf::tileUsingSCF(rewriter, cast<TilingInterface>(op), options);
+  if (failed(result))
+    return failure();
+  rewriter.replaceOp(op, result->replacements);
+  return result;
+}
+
+/// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
+/// b, m, n, k): threads over row blocks (or batch entries), a k block for
+/// long contractions, then the register tile.
+LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
+                             int64_t registerRows, int64_t registerColumns) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges))
+    return success();
+  bool batched = ranges.size() == 4;
+  ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
+  int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+  int64_t rm = 0, rn = 0;
+  for (int64_t r = registerRows; r >= 2 && !rm; r /= 2)
+    rm = m % r == 0 ? r : 0;
+  for (int64_t c = registerColumns; c >= 8 && !rn; c /= 2)
+    rn = n % c == 0 ? c : 0;
+  if (!rm || !rn)
+    return success(); // left scalar: correct, slower
+  auto sizes = [&](int64_t b, int64_t tm, int64_t tn, int64_t tk) {
+    SmallVector<int64_t> s;
+    if (batched)
+      s.push_back(b);
+    s.append({tm, tn, tk});
+    return s;
+  };
+  Operation *current = op;
+  int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
+  if (batched ? ranges[0] > 1 : m / tm > 1) {
+    auto threads = tile(rewriter, current,
+                        batched ? sizes(1, 0, 0, 0) : sizes(0, tm, 0, 0),
+                        /*forall=*/true);
+    if (failed(threads))
+      return failure();
+    current = threads->tiledOps.front();
+  }
+  if (int64_t tk = k > 512 ? dividing(k, {256, 128}) : 0) {
+    auto blocked = tile(rewriter, current, sizes(0, 0, 0, tk), /*forall=*/false);
+    if (failed(blocked))
+      return failure();
+    current = blocked->tiledOps.front();
+  }
+  auto registers = tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false);
+  if (failed(registers))
+    return failure();
+  Operation *tileOp = registers->tiledOps.front();
+  rewriter.setInsertionPoint(tileOp);
+  auto vectorized = linalg::vectorize(rewriter, tileOp, {}, {}, false, false,
+                                     false, /*createNamedContraction=*/true);
+  if (failed(vectorized))
+    return failure();
+  rewriter.replaceOp(tileOp, vectorized->replacements);
+  return success();
+}
+
+/// Keeps each C tile in registers across its k loop. Runs after
+/// canonicalization has hoisted the transfers' constant indices; the first
+/// round hoists the tensor slice, the second the vector transfers on it.
+void hoistAccumulators(RewriterBase &rewriter, Operation *root) {
+  SmallVector<scf::ForOp> kLoops;
+  root->walk([&](vector::ContractionOp contract) {
+    if (auto loop = dyn_cast<scf::ForOp>(contract->getParentOp()))
+      kLoops.push_back(loop);
+  });
+  for (scf::ForOp loop : kLoops) {
+    LoopLikeOpInterface hoisted = hoistLoopInvariantSubsets(
+        rewriter, cast<LoopLikeOpInterface>(loop.getOperation()));
+    hoistLoopInvariantSubsets(rewriter, hoisted);
+  }
+}
+
+struct CpuTileAndVectorizePass
+    : mlir::drc::impl::CpuTileAndVectorizeBase<CpuTileAndVectorizePass> {
+  using CpuTileAndVectorizeBase::CpuTileAndVectorizeBase;
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> matmuls;
+    getOperation().walk([&](Operation *op) {
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+        matmuls.push_back(cast<linalg::LinalgOp>(op));
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : matmuls)
+      if (failed(scheduleMatmul(rewriter, op, registerRows, registerColumns))) {
+        op->emitError("drc-cpu-tile: could not tile and vectorise this matmul");
+        return signalPassFailure();
+      }
+    RewritePatternSet patterns(&getContext());
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, &getContext());
+    for (Dialect *dialect : getContext().getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    hoistAccumulators(rewriter, getOperation());
+  }
+};
+
+} // namespace
