@@ -5,6 +5,8 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/Support/DynamicLibrary.h"
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
@@ -40,6 +42,13 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   (void)initialised;
   registerBuiltinDialectTranslation(*llvmModule.getContext());
   registerLLVMDialectTranslation(*llvmModule.getContext());
+  registerOpenMPDialectTranslation(*llvmModule.getContext());
+  // Parallel kernels call the OpenMP runtime; make its symbols resolvable.
+  std::string error;
+  if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(DRC_LIBOMP_PATH, &error))
+    return llvmModule.emitError() << "drc: cannot load the OpenMP runtime "
+                                  << DRC_LIBOMP_PATH << ": " << error
+                                  << " (scripts/setup installs libomp-22-dev)";
 
   // Optimise for this CPU: without its target machine the O3 pipeline has
   // no cost model and leaves loops scalar.

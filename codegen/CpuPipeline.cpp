@@ -18,7 +18,11 @@ using namespace mlir;
 /// results land in their destination, then vector contractions lowered to
 /// outer products (no canonicalization after that: it would scalarise the
 /// accumulator) and everything to the LLVM dialect. drc-outline-kernels runs
-/// between the two halves.
+/// between the two halves. Thread-parallel loops (scf.forall) become OpenMP
+/// worksharing loops with a static schedule, so results do not depend on
+/// the thread count. Memref lowering precedes scf-to-cf because the OpenMP
+/// conversion wraps loop bodies in memref.alloca_scope, which must still be
+/// a single block when it is lowered.
 static constexpr const char *kBufferize =
     "canonicalize,"
     "eliminate-empty-tensors,"
@@ -27,13 +31,14 @@ static constexpr const char *kBufferize =
     "canonicalize,"
     "buffer-deallocation-pipeline";
 static constexpr const char *kToLLVM =
-    "scf-forall-to-for,"
+    "scf-forall-to-parallel,convert-scf-to-openmp,"
     "func.func(convert-linalg-to-loops),"
     "func.func(convert-vector-to-scf{full-unroll=true}),"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
-    "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-    "finalize-memref-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,"
+    "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "convert-scf-to-cf,convert-arith-to-llvm,convert-math-to-llvm,"
     "convert-ub-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
+    "convert-openmp-to-llvm,"
     "reconcile-unrealized-casts";
 
 void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
