@@ -99,6 +99,27 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   return success();
 }
 
+/// Splits the outer parallel loop of an elementwise or row-reduction kernel
+/// into eight (or fewer) equal chunks across threads; each output element is
+/// still computed by one iteration, in the same order, on any thread count.
+LogicalResult scheduleGeneric(RewriterBase &rewriter, linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || ShapedType::isDynamicShape(ranges) ||
+      op.getIteratorTypesArray().front() != utils::IteratorType::parallel ||
+      !op.hasPureTensorSemantics())
+    return success();
+  int64_t chunk = 1;
+  while (chunk * 2 <= ranges[0] / 8 && ranges[0] % (chunk * 2) == 0)
+    chunk *= 2;
+  if (ranges[0] / chunk < 2)
+    return success();
+  SmallVector<int64_t> sizes(ranges.size(), 0);
+  sizes[0] = chunk;
+  if (failed(tile(rewriter, op, sizes, /*forall=*/true)))
+    return failure();
+  return success();
+}
+
 /// Keeps each C tile in registers across its k loop. Runs after
 /// canonicalization has hoisted the transfers' constant indices; the first
 /// round hoists the tensor slice, the second the vector transfers on it.
@@ -128,6 +149,16 @@ struct CpuTileAndVectorizePass
     for (linalg::LinalgOp op : matmuls)
       if (failed(scheduleMatmul(rewriter, op, registerRows, registerColumns))) {
         op->emitError("drc-cpu-tile: could not tile and vectorise this matmul");
+        return signalPassFailure();
+      }
+    SmallVector<linalg::GenericOp> generics;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      for (Operation &op : fn.getBody().getOps())
+        if (auto generic = dyn_cast<linalg::GenericOp>(op))
+          generics.push_back(generic);
+    for (linalg::GenericOp op : generics)
+      if (failed(scheduleGeneric(rewriter, op))) {
+        op->emitError("drc-cpu-tile: could not split this kernel across threads");
         return signalPassFailure();
       }
     RewritePatternSet patterns(&getContext());
