@@ -45,10 +45,11 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   registerOpenMPDialectTranslation(*llvmModule.getContext());
   // Parallel kernels call the OpenMP runtime; make its symbols resolvable.
   std::string error;
-  if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(DRC_LIBOMP_PATH, &error))
-    return llvmModule.emitError() << "drc: cannot load the OpenMP runtime "
-                                  << DRC_LIBOMP_PATH << ": " << error
-                                  << " (scripts/setup installs libomp-22-dev)";
+  if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(DRC_LIBOMP_PATH,
+                                                        &error))
+    return llvmModule.emitError()
+           << "drc: cannot load the OpenMP runtime " << DRC_LIBOMP_PATH << ": "
+           << error << " (scripts/setup installs libomp-22-dev)";
 
   // Optimise for this CPU: without its target machine the O3 pipeline has
   // no cost model and leaves loops scalar.
@@ -69,7 +70,8 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableObjectDump = getenv("DRC_DUMP_OBJECT") != nullptr;
-  auto engine = ExecutionEngine::create(llvmModule, options, std::move(*machine));
+  auto engine =
+      ExecutionEngine::create(llvmModule, options, std::move(*machine));
   if (!engine) {
     std::string message = llvm::toString(engine.takeError());
     return llvmModule.emitError() << "drc: JIT compilation failed: " << message;
@@ -84,7 +86,8 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
     }
   if (const char *dump = getenv("DRC_DUMP_OBJECT"))
     (*engine)->dumpToObjectFile(dump);
-  return std::unique_ptr<CpuJit>(new CpuJit(std::move(*engine), std::move(shapes)));
+  return std::unique_ptr<CpuJit>(
+      new CpuJit(std::move(*engine), std::move(shapes)));
 }
 
 LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {
@@ -111,7 +114,8 @@ LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {
   SmallVector<void *> args;
   for (void *&p : descriptorPointers)
     args.push_back(&p);
-  llvm::Error error = engine->invokePacked(("_mlir_ciface_" + name).str(), args);
+  llvm::Error error =
+      engine->invokePacked(("_mlir_ciface_" + name).str(), args);
   if (error) {
     llvm::consumeError(std::move(error));
     return failure();

@@ -121,11 +121,10 @@ static void flushDenormals() {
   flushDenormals();
   float stepValue = static_cast<float>(step);
   float out[2] = {0, 0};
-  if (failed(engine->call("train_step",
-                          {b.params, b.grads, b.adamM, b.adamV,
-                           const_cast<int32_t *>(inputs),
-                           const_cast<int32_t *>(targets), &lr, &stepValue,
-                           out})))
+  if (failed(engine->call("train_step", {b.params, b.grads, b.adamM, b.adamV,
+                                         const_cast<int32_t *>(inputs),
+                                         const_cast<int32_t *>(targets), &lr,
+                                         &stepValue, out})))
     llvm::report_fatal_error("drc: train_step is missing from the program");
   return {out[0], out[1]};
 }

@@ -35,10 +35,9 @@ TrainPipelineOptions trainPipelineOptions(const ::drc::ModelSpec &spec);
 
 /// Imports `spec` and lowers it through `stage`. Diagnostics go to the
 /// context's handler.
-FailureOr<OwningOpRef<ModuleOp>> compileToStage(MLIRContext &context,
-                                                const ::drc::ModelSpec &spec,
-                                                CompileStage stage,
-                                                const ImportOptions &options = {});
+FailureOr<OwningOpRef<ModuleOp>>
+compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
+               CompileStage stage, const ImportOptions &options = {});
 
 /// A model compiled and JIT-linked for the host CPU.
 class CpuModel : public ::drc::ModelProgram {

@@ -57,8 +57,8 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
     return {};
   if (parser.parseRParen() || parser.parseGreater())
     return {};
-  return parser.getChecked<InitAttr>(parser.getContext(), *kind,
-                                     APFloat(first), APFloat(second));
+  return parser.getChecked<InitAttr>(parser.getContext(), *kind, APFloat(first),
+                                     APFloat(second));
 }
 
 void InitAttr::print(AsmPrinter &printer) const {

@@ -11,9 +11,7 @@ using namespace mlir::drc;
 
 namespace {
 
-RankedTensorType ranked(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
+RankedTensorType ranked(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 std::string shapeString(RankedTensorType type) {
   std::string s;
@@ -30,15 +28,15 @@ LogicalResult expectTensor(Operation *op, Value value, StringRef what,
                            int64_t rank, Type elementType = {}) {
   RankedTensorType type = ranked(value);
   if (!type.hasStaticShape())
-    return op->emitOpError() << what << " must have a static shape, found "
-                             << value.getType();
+    return op->emitOpError()
+           << what << " must have a static shape, found " << value.getType();
   if (type.getRank() != rank)
-    return op->emitOpError() << what << " must have rank " << rank
-                             << ", found " << value.getType();
+    return op->emitOpError() << what << " must have rank " << rank << ", found "
+                             << value.getType();
   if (elementType && type.getElementType() != elementType)
-    return op->emitOpError() << what << " has element type "
-                             << type.getElementType() << " but the op works in "
-                             << elementType;
+    return op->emitOpError()
+           << what << " has element type " << type.getElementType()
+           << " but the op works in " << elementType;
   return success();
 }
 
@@ -58,13 +56,13 @@ LogicalResult expectShape(Operation *op, Value value, StringRef what,
 LogicalResult verifyHeads(Operation *op, int64_t tokens, int64_t width,
                           int64_t nHead, int64_t seqLen) {
   if (nHead <= 0 || width % nHead != 0)
-    return op->emitOpError() << "n_head = " << nHead
-                             << " must be positive and divide the width "
-                             << width;
+    return op->emitOpError()
+           << "n_head = " << nHead << " must be positive and divide the width "
+           << width;
   if ((width / nHead) % 2 != 0)
-    return op->emitOpError() << "head dimension " << width / nHead
-                             << " (width " << width << " / n_head " << nHead
-                             << ") must be even for RoPE";
+    return op->emitOpError()
+           << "head dimension " << width / nHead << " (width " << width
+           << " / n_head " << nHead << ") must be even for RoPE";
   if (seqLen <= 0 || tokens % seqLen != 0)
     return op->emitOpError()
            << "seq_len = " << seqLen << " must be positive and divide the "
@@ -159,7 +157,9 @@ LogicalResult AttentionOp::verify() {
     return failure();
   int64_t tokens = type.getDimSize(0), width = type.getDimSize(1);
   for (auto [name, w] : {std::pair<StringRef, Value>{"wq", getWq()},
-                         {"wk", getWk()}, {"wv", getWv()}, {"wo", getWo()}}) {
+                         {"wk", getWk()},
+                         {"wv", getWv()},
+                         {"wo", getWo()}}) {
     if (failed(expectTensor(*this, w, name, 2, type.getElementType())) ||
         failed(expectShape(*this, w, name, {width, width},
                            "an input of width " + std::to_string(width))))
@@ -221,8 +221,7 @@ LogicalResult MatmulOp::verify() {
   if (ka != kb)
     return emitOpError() << "contracts a dimension of " << ka
                          << " (lhs) with one of " << kb << " (rhs)";
-  return expectShape(*this, getResult(), "result", {m, n},
-                     "op(lhs) x op(rhs)");
+  return expectShape(*this, getResult(), "result", {m, n}, "op(lhs) x op(rhs)");
 }
 
 LogicalResult RopeOp::verify() {
@@ -244,12 +243,12 @@ LogicalResult CausalAttentionOp::verify() {
     return emitOpError() << "q, k, v and the result must share one type, "
                             "found "
                          << type << ", " << getK().getType() << ", "
-                         << getV().getType() << " -> "
-                         << getResult().getType();
+                         << getV().getType() << " -> " << getResult().getType();
   int64_t tokens = type.getDimSize(0);
   if (failed(verifyHeads(*this, tokens, type.getDimSize(1), getNHead(),
                          getSeqLen())))
     return failure();
-  return expectShape(*this, getLse(), "lse", {tokens, static_cast<int64_t>(getNHead())},
+  return expectShape(*this, getLse(), "lse",
+                     {tokens, static_cast<int64_t>(getNHead())},
                      "one log-sum-exp per token and head");
 }

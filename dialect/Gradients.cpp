@@ -20,29 +20,29 @@ LogicalResult AddOp::buildGradient(OpBuilder &, ValueRange resultGrads,
 LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  Value dx = RMSNormGradOp::create(b, getLoc(), getInput().getType(), getInput(),
-                                     getGain(), dy, getEpsAttr());
+  Value dx = RMSNormGradOp::create(b, getLoc(), getInput().getType(),
+                                   getInput(), getGain(), dy, getEpsAttr());
   operandGrads.push_back(dx);
   if (Value gain = getGain())
-    operandGrads.push_back(RMSNormGainGradOp::create(b, 
-        getLoc(), gain.getType(), getInput(), dy, getEpsAttr()));
+    operandGrads.push_back(RMSNormGainGradOp::create(
+        b, getLoc(), gain.getType(), getInput(), dy, getEpsAttr()));
   return success();
 }
 
-LogicalResult CrossEntropyOp::buildGradient(
-    OpBuilder &b, ValueRange resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(CrossEntropyGradOp::create(b, 
-      getLoc(), getLogits().getType(), getLogits(), getTargets(),
-      resultGrads[0]));
+LogicalResult
+CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
+                                 getLogits(), getTargets(), resultGrads[0]));
   operandGrads.push_back(Value());
   return success();
 }
 
 LogicalResult EmbedOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(EmbedGradOp::create(b, 
-      getLoc(), getTable().getType(), getTokens(), resultGrads[0]));
+  operandGrads.push_back(EmbedGradOp::create(b, getLoc(), getTable().getType(),
+                                             getTokens(), resultGrads[0]));
   operandGrads.push_back(Value());
   return success();
 }
@@ -71,24 +71,25 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   // A rotation's adjoint is the rotation by the negated angle.
-  auto adjoint = RopeOp::create(b, getLoc(), getType(), resultGrads[0],
-                                  getNHeadAttr(), getSeqLenAttr(),
-                                  getThetaAttr(), UnitAttr());
+  auto adjoint =
+      RopeOp::create(b, getLoc(), getType(), resultGrads[0], getNHeadAttr(),
+                     getSeqLenAttr(), getThetaAttr(), UnitAttr());
   adjoint.setInverse(!getInverse());
   operandGrads.push_back(adjoint);
   return success();
 }
 
-LogicalResult CausalAttentionOp::buildGradient(
-    OpBuilder &b, ValueRange resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+CausalAttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
   if (resultGrads[1])
     return emitOpError("cannot differentiate through the log-sum-exp result; "
                        "it is saved for the backward pass only");
   Value dOut = resultGrads[0];
-  auto grad = CausalAttentionGradOp::create(b, 
-      getLoc(), TypeRange{getQ().getType(), getK().getType(), getV().getType()},
-      getQ(), getK(), getV(), getResult(), getLse(), dOut, getNHeadAttr(),
+  auto grad = CausalAttentionGradOp::create(
+      b, getLoc(),
+      TypeRange{getQ().getType(), getK().getType(), getV().getType()}, getQ(),
+      getK(), getV(), getResult(), getLse(), dOut, getNHeadAttr(),
       getSeqLenAttr());
   operandGrads.assign(grad.getResults().begin(), grad.getResults().end());
   return success();
@@ -96,8 +97,8 @@ LogicalResult CausalAttentionOp::buildGradient(
 
 LogicalResult SiluMulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  auto grad = SiluMulGradOp::create(b, getLoc(), getType(), getType(), getGate(),
-                                      getUp(), resultGrads[0]);
+  auto grad = SiluMulGradOp::create(b, getLoc(), getType(), getType(),
+                                    getGate(), getUp(), resultGrads[0]);
   operandGrads.assign({grad.getGateGrad(), grad.getUpGrad()});
   return success();
 }

@@ -74,9 +74,8 @@ OwningOpRef<ModuleOp> mlir::drc::importModelSpec(MLIRContext &context,
   OpBuilder &b = mb.bodyBuilder();
   auto tokenType = RankedTensorType::get({n}, b.getI32Type());
   auto lossType = RankedTensorType::get({}, element);
-  auto fn = func::FuncOp::create(loc, "loss",
-                                 b.getFunctionType({tokenType, tokenType},
-                                                   {lossType}));
+  auto fn = func::FuncOp::create(
+      loc, "loss", b.getFunctionType({tokenType, tokenType}, {lossType}));
   module->push_back(fn);
   mb.declareBefore(fn);
   Block *entry = fn.addEntryBlock();
@@ -96,10 +95,9 @@ OwningOpRef<ModuleOp> mlir::drc::importModelSpec(MLIRContext &context,
     Value wv = mb.matrix(prefix + "attn.wv", {d, d});
     Value wo = mb.matrix(prefix + "attn.wo", {d, d});
     Value u = RMSNormOp::create(b, loc, hidden, h, attnGain, eps);
-    Value f = AttentionOp::create(b, loc, hidden, u, wq, wk, wv, wo,
-                                    b.getI64IntegerAttr(m.nHead),
-                                    b.getI64IntegerAttr(m.seqLen),
-                                    b.getF64FloatAttr(m.ropeTheta));
+    Value f = AttentionOp::create(
+        b, loc, hidden, u, wq, wk, wv, wo, b.getI64IntegerAttr(m.nHead),
+        b.getI64IntegerAttr(m.seqLen), b.getF64FloatAttr(m.ropeTheta));
     h = AddOp::create(b, loc, h, f);
 
     Value ffnGain = mb.gain(prefix + "ffn.norm.gain");

@@ -47,9 +47,8 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
                                  "loss), found "
                               << loss.getFunctionType();
     if (!loss.getBody().hasOneBlock())
-      return loss.emitError()
-             << "drc-autodiff: @" << funcName
-             << " must be one block of straight-line code";
+      return loss.emitError() << "drc-autodiff: @" << funcName
+                              << " must be one block of straight-line code";
     if (module().lookupSymbol("train_step"))
       return module().emitError()
              << "drc-autodiff: the module already has a @train_step";
@@ -60,14 +59,14 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
 
   LogicalResult buildTrainStep(func::FuncOp loss) {
     Location loc = loss.getLoc();
-    auto scalarType = cast<RankedTensorType>(
-        loss.getFunctionType().getResult(0));
+    auto scalarType =
+        cast<RankedTensorType>(loss.getFunctionType().getResult(0));
     SmallVector<Type> inputs(loss.getFunctionType().getInputs());
     inputs.append({scalarType, scalarType}); // lr, step
     OpBuilder b(module().getContext());
     b.setInsertionPointAfter(loss);
-    auto fn = func::FuncOp::create(b, 
-        loc, "train_step",
+    auto fn = func::FuncOp::create(
+        b, loc, "train_step",
         b.getFunctionType(inputs, {scalarType, scalarType}));
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -94,10 +93,10 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
       Value &slot = adjoints[into];
       slot = slot ? AddOp::create(b, at, slot, grad).getResult() : grad;
     };
-    adjoints[lossValue] = arith::ConstantOp::create(b, 
-        loc, DenseElementsAttr::get(scalarType,
-                                    b.getFloatAttr(scalarType.getElementType(),
-                                                   1.0)));
+    adjoints[lossValue] = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            scalarType, b.getFloatAttr(scalarType.getElementType(), 1.0)));
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;
       bool needed = false;
@@ -133,15 +132,15 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
     for (ParamOp param : module().getOps<ParamOp>()) {
       Value grad = paramGrads.lookup(param.getSymNameAttr());
       if (!grad)
-        grad = arith::ConstantOp::create(b, 
-            param.getLoc(),
+        grad = arith::ConstantOp::create(
+            b, param.getLoc(),
             DenseElementsAttr::get(
                 param.getTensorType(),
                 b.getFloatAttr(param.getTensorType().getElementType(), 0.0)));
       GradStoreOp::create(b, param.getLoc(), param.getSymName(), grad);
     }
-    auto adamw = AdamWOp::create(b, 
-        loc, scalarType, entry->getArgument(inputs.size() - 2),
+    auto adamw = AdamWOp::create(
+        b, loc, scalarType, entry->getArgument(inputs.size() - 2),
         entry->getArgument(inputs.size() - 1), b.getF64FloatAttr(beta1),
         b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
         b.getF64FloatAttr(weightDecay), b.getF64FloatAttr(maxGradNorm));

@@ -35,10 +35,11 @@ Value parameterView(OpBuilder &b, Location loc, Value flat,
   RankedTensorType type = ParamOp(slot.param).getTensorType();
   auto flatType = cast<MemRefType>(flat.getType());
   auto layout1d = StridedLayoutAttr::get(b.getContext(), slot.offset, {1});
-  auto viewType = MemRefType::get({slot.numElements},
-                                  flatType.getElementType(), layout1d);
-  Value view = memref::SubViewOp::create(b, 
-      loc, viewType, flat, ArrayRef<OpFoldResult>{b.getIndexAttr(slot.offset)},
+  auto viewType =
+      MemRefType::get({slot.numElements}, flatType.getElementType(), layout1d);
+  Value view = memref::SubViewOp::create(
+      b, loc, viewType, flat,
+      ArrayRef<OpFoldResult>{b.getIndexAttr(slot.offset)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(slot.numElements)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   if (type.getRank() == 1)
@@ -54,20 +55,22 @@ Value parameterView(OpBuilder &b, Location loc, Value flat,
 
 Value readOnlyTensor(OpBuilder &b, Location loc, Value memref) {
   auto type = cast<MemRefType>(memref.getType());
-  auto tensorType = RankedTensorType::get(type.getShape(), type.getElementType());
+  auto tensorType =
+      RankedTensorType::get(type.getShape(), type.getElementType());
   auto op = bufferization::ToTensorOp::create(b, loc, tensorType, memref);
   op.setRestrict(true);
   return op;
 }
 
 /// A contiguous range [begin, end) of a flat buffer.
-Value range(OpBuilder &b, Location loc, Value flat, int64_t begin, int64_t end) {
+Value range(OpBuilder &b, Location loc, Value flat, int64_t begin,
+            int64_t end) {
   auto flatType = cast<MemRefType>(flat.getType());
-  auto type = MemRefType::get(
-      {end - begin}, flatType.getElementType(),
-      StridedLayoutAttr::get(b.getContext(), begin, {1}));
-  return memref::SubViewOp::create(b, 
-      loc, type, flat, ArrayRef<OpFoldResult>{b.getIndexAttr(begin)},
+  auto type =
+      MemRefType::get({end - begin}, flatType.getElementType(),
+                      StridedLayoutAttr::get(b.getContext(), begin, {1}));
+  return memref::SubViewOp::create(
+      b, loc, type, flat, ArrayRef<OpFoldResult>{b.getIndexAttr(begin)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(end - begin)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
 }
@@ -86,44 +89,52 @@ void lowerAdamW(OpBuilder &b, AdamWOp op, const ParameterLayout &layout,
   // ||g||^2 over the whole buffer; padding is zero.
   Value acc = memref::AllocaOp::create(b, loc, MemRefType::get({}, e));
   linalg::FillOp::create(b, loc, c(0.0), acc);
-  linalg::GenericOp::create(b, 
-      loc, TypeRange{}, ValueRange{buf.grads}, ValueRange{acc},
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, ValueRange{buf.grads}, ValueRange{acc},
       ArrayRef<AffineMap>{map1, map0},
       ArrayRef<IteratorType>{IteratorType::reduction},
       [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value sq = arith::MulFOp::create(nb, nl, a[0], a[0]);
-        linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[1], sq)});
+        linalg::YieldOp::create(
+            nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[1], sq)});
       });
-  Value norm = math::SqrtOp::create(b, loc, memref::LoadOp::create(b, loc, acc));
+  Value norm =
+      math::SqrtOp::create(b, loc, memref::LoadOp::create(b, loc, acc));
   memref::StoreOp::create(b, loc, norm, gradNormOut);
   Value maxNorm = c(op.getMaxGradNorm().convertToDouble());
-  Value clip = arith::MinimumFOp::create(b, 
-      loc, c(1.0),
+  Value clip = arith::MinimumFOp::create(
+      b, loc, c(1.0),
       arith::DivFOp::create(b, loc, maxNorm,
-                              arith::AddFOp::create(b, loc, norm, c(1e-6))));
+                            arith::AddFOp::create(b, loc, norm, c(1e-6))));
 
   double beta1 = op.getBeta1().convertToDouble();
   double beta2 = op.getBeta2().convertToDouble();
-  Value bc1 = arith::SubFOp::create(b, loc, c(1.0),
-                                      math::PowFOp::create(b, loc, c(beta1), step));
-  Value bc2 = arith::SubFOp::create(b, loc, c(1.0),
-                                      math::PowFOp::create(b, loc, c(beta2), step));
+  Value bc1 = arith::SubFOp::create(
+      b, loc, c(1.0), math::PowFOp::create(b, loc, c(beta1), step));
+  Value bc2 = arith::SubFOp::create(
+      b, loc, c(1.0), math::PowFOp::create(b, loc, c(beta2), step));
   auto update = [&](int64_t begin, int64_t end, double decay) {
     if (begin == end)
       return;
-    Value shrink = arith::SubFOp::create(b, 
-        loc, c(1.0), arith::MulFOp::create(b, loc, lr, c(decay)));
-    linalg::GenericOp::create(b, 
-        loc, TypeRange{}, ValueRange{range(b, loc, buf.grads, begin, end)},
+    Value shrink = arith::SubFOp::create(
+        b, loc, c(1.0), arith::MulFOp::create(b, loc, lr, c(decay)));
+    linalg::GenericOp::create(
+        b, loc, TypeRange{}, ValueRange{range(b, loc, buf.grads, begin, end)},
         ValueRange{range(b, loc, buf.params, begin, end),
                    range(b, loc, buf.adamM, begin, end),
                    range(b, loc, buf.adamV, begin, end)},
         ArrayRef<AffineMap>{map1, map1, map1, map1},
         ArrayRef<IteratorType>{IteratorType::parallel},
         [&](OpBuilder &nb, Location nl, ValueRange a) {
-          auto mul = [&](Value x, Value y) { return arith::MulFOp::create(nb, nl, x, y).getResult(); };
-          auto add = [&](Value x, Value y) { return arith::AddFOp::create(nb, nl, x, y).getResult(); };
-          auto div = [&](Value x, Value y) { return arith::DivFOp::create(nb, nl, x, y).getResult(); };
+          auto mul = [&](Value x, Value y) {
+            return arith::MulFOp::create(nb, nl, x, y).getResult();
+          };
+          auto add = [&](Value x, Value y) {
+            return arith::AddFOp::create(nb, nl, x, y).getResult();
+          };
+          auto div = [&](Value x, Value y) {
+            return arith::DivFOp::create(nb, nl, x, y).getResult();
+          };
           Value g = mul(a[0], clip);
           Value m = add(mul(c(beta1), a[2]), mul(c(1.0 - beta1), g));
           Value v = add(mul(c(beta2), a[3]), mul(c(1.0 - beta2), mul(g, g)));
@@ -132,7 +143,7 @@ void lowerAdamW(OpBuilder &b, AdamWOp op, const ParameterLayout &layout,
           Value stepSize = div(mhat, add(math::SqrtOp::create(nb, nl, vhat),
                                          c(op.getEpsilon().convertToDouble())));
           Value p = arith::SubFOp::create(nb, nl, mul(a[1], shrink),
-                                             mul(lr, stepSize));
+                                          mul(lr, stepSize));
           linalg::YieldOp::create(nb, nl, ValueRange{p, m, v});
         });
   };
@@ -170,9 +181,9 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
     BlockArgument old = entry.getArgument(pos);
     auto type = dyn_cast<RankedTensorType>(old.getType());
     if (!type)
-      return fn.emitError() << "drc-bind-buffers: argument " << i
-                            << " must be a ranked tensor, found "
-                            << old.getType();
+      return fn.emitError()
+             << "drc-bind-buffers: argument " << i
+             << " must be a ranked tensor, found " << old.getType();
     BlockArgument replacement = entry.insertArgument(
         pos, MemRefType::get(type.getShape(), type.getElementType()), loc);
     old.replaceAllUsesWith(readOnlyTensor(b, loc, replacement));
@@ -181,7 +192,8 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
   }
   // The out buffer receives the scalar results.
   BlockArgument out = entry.addArgument(
-      MemRefType::get({static_cast<int64_t>(resultTypes.size())}, element), loc);
+      MemRefType::get({static_cast<int64_t>(resultTypes.size())}, element),
+      loc);
 
   SmallVector<Operation *> stateOps;
   fn.walk([&](Operation *op) {
@@ -192,27 +204,33 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
     b.setInsertionPoint(op);
     Location l = op->getLoc();
     if (auto ref = dyn_cast<ParamRefOp>(op)) {
-      Value view = parameterView(b, l, buf.params, layout.lookup(ref.getParam()));
+      Value view =
+          parameterView(b, l, buf.params, layout.lookup(ref.getParam()));
       ref.replaceAllUsesWith(readOnlyTensor(b, l, view));
     } else if (auto store = dyn_cast<GradStoreOp>(op)) {
-      Value view = parameterView(b, l, buf.grads, layout.lookup(store.getParam()));
-      auto m = bufferization::MaterializeInDestinationOp::create(b, 
-          l, TypeRange{}, store.getGrad(), view);
+      Value view =
+          parameterView(b, l, buf.grads, layout.lookup(store.getParam()));
+      auto m = bufferization::MaterializeInDestinationOp::create(
+          b, l, TypeRange{}, store.getGrad(), view);
       m.setRestrict(true);
       m.setWritable(true);
     } else if (auto adamw = dyn_cast<AdamWOp>(op)) {
       Value lr = tensor::ExtractOp::create(b, l, adamw.getLr(), ValueRange{});
-      Value step = tensor::ExtractOp::create(b, l, adamw.getStep(), ValueRange{});
-      Value normSlot = memref::SubViewOp::create(b, 
-          l, out, ArrayRef<int64_t>{static_cast<int64_t>(resultTypes.size()) - 1},
+      Value step =
+          tensor::ExtractOp::create(b, l, adamw.getStep(), ValueRange{});
+      Value normSlot = memref::SubViewOp::create(
+          b, l, out,
+          ArrayRef<int64_t>{static_cast<int64_t>(resultTypes.size()) - 1},
           ArrayRef<int64_t>{1}, ArrayRef<int64_t>{1});
-      Value normScalar = memref::CollapseShapeOp::create(b, 
-          l, normSlot, ArrayRef<ReassociationIndices>{});
+      Value normScalar = memref::CollapseShapeOp::create(
+          b, l, normSlot, ArrayRef<ReassociationIndices>{});
       lowerAdamW(b, adamw, layout, buf, lr, step, normScalar);
       // The norm is returned through `out` directly.
-      for (OpOperand &use : llvm::make_early_inc_range(adamw.getGradNorm().getUses()))
+      for (OpOperand &use :
+           llvm::make_early_inc_range(adamw.getGradNorm().getUses()))
         if (!isa<func::ReturnOp>(use.getOwner()))
-          return adamw.emitError("drc-bind-buffers: the gradient norm may only be returned");
+          return adamw.emitError(
+              "drc-bind-buffers: the gradient norm may only be returned");
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         if (v.getDefiningOp<AdamWOp>())

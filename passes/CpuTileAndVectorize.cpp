@@ -81,18 +81,20 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     current = threads->tiledOps.front();
   }
   if (int64_t tk = k > 512 ? dividing(k, {256, 128}) : 0) {
-    auto blocked = tile(rewriter, current, sizes(0, 0, 0, tk), /*forall=*/false);
+    auto blocked =
+        tile(rewriter, current, sizes(0, 0, 0, tk), /*forall=*/false);
     if (failed(blocked))
       return failure();
     current = blocked->tiledOps.front();
   }
-  auto registers = tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false);
+  auto registers =
+      tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false);
   if (failed(registers))
     return failure();
   Operation *tileOp = registers->tiledOps.front();
   rewriter.setInsertionPoint(tileOp);
   auto vectorized = linalg::vectorize(rewriter, tileOp, {}, {}, false, false,
-                                     false, /*createNamedContraction=*/true);
+                                      false, /*createNamedContraction=*/true);
   if (failed(vectorized))
     return failure();
   rewriter.replaceOp(tileOp, vectorized->replacements);
@@ -158,7 +160,8 @@ struct CpuTileAndVectorizePass
           generics.push_back(generic);
     for (linalg::GenericOp op : generics)
       if (failed(scheduleGeneric(rewriter, op))) {
-        op->emitError("drc-cpu-tile: could not split this kernel across threads");
+        op->emitError(
+            "drc-cpu-tile: could not split this kernel across threads");
         return signalPassFailure();
       }
     RewritePatternSet patterns(&getContext());

@@ -29,8 +29,8 @@ struct DecomposeLinear : OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, projection(rewriter, op.getLoc(), op.getInput(),
-                                      op.getWeight()));
+    rewriter.replaceOp(
+        op, projection(rewriter, op.getLoc(), op.getInput(), op.getWeight()));
     return success();
   }
 };
@@ -43,8 +43,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     Value u = op.getInput();
     auto rope = [&](Value x) {
       return RopeOp::create(rewriter, loc, x.getType(), x, op.getNHeadAttr(),
-                                     op.getSeqLenAttr(), op.getRopeThetaAttr(),
-                                     UnitAttr());
+                            op.getSeqLenAttr(), op.getRopeThetaAttr(),
+                            UnitAttr());
     };
     Value q = rope(projection(rewriter, loc, u, op.getWq()));
     Value k = rope(projection(rewriter, loc, u, op.getWk()));
@@ -53,11 +53,11 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     auto lseType = RankedTensorType::get(
         {type.getDimSize(0), static_cast<int64_t>(op.getNHead())},
         type.getElementType());
-    auto core = CausalAttentionOp::create(rewriter, 
-        loc, TypeRange{type, lseType}, q, k, v, op.getNHeadAttr(),
-        op.getSeqLenAttr());
-    rewriter.replaceOp(op, projection(rewriter, loc, core.getResult(),
-                                      op.getWo()));
+    auto core =
+        CausalAttentionOp::create(rewriter, loc, TypeRange{type, lseType}, q, k,
+                                  v, op.getNHeadAttr(), op.getSeqLenAttr());
+    rewriter.replaceOp(op,
+                       projection(rewriter, loc, core.getResult(), op.getWo()));
     return success();
   }
 };

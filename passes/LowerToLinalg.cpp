@@ -34,13 +34,17 @@ struct Scalar {
   Location loc;
   Type type;
 
-  Value c(double v) { return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v)); }
+  Value c(double v) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
+  }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
   Value neg(Value x) { return arith::NegFOp::create(b, loc, x); }
-  Value max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
   Value log(Value x) { return math::LogOp::create(b, loc, x); }
   Value rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
@@ -88,8 +92,8 @@ struct KernelBuilder {
   SmallVector<Value> generic(ValueRange inputs, ValueRange inits,
                              ArrayRef<AffineMap> maps,
                              ArrayRef<IteratorType> iterators, BodyFn body) {
-    auto op = linalg::GenericOp::create(b, 
-        loc, TypeRange(inits), inputs, inits, maps, iterators,
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange(inits), inputs, inits, maps, iterators,
         [&](OpBuilder &nb, Location nl, ValueRange args) {
           Scalar s{nb, nl, element};
           body(s, args);
@@ -108,15 +112,15 @@ struct KernelBuilder {
   Value heads(Value x, int64_t seqLen, int64_t nHead) {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t n = type.getDimSize(0), d = type.getDimSize(1);
-    return tensor::ExpandShapeOp::create(b, 
-        loc, tensor({n / seqLen, seqLen, nHead, d / nHead}), x,
+    return tensor::ExpandShapeOp::create(
+        b, loc, tensor({n / seqLen, seqLen, nHead, d / nHead}), x,
         ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
   }
   /// [B, T, H, dh] -> [N, D].
   Value tokens(Value x) {
     auto s = cast<RankedTensorType>(x.getType()).getShape();
-    return tensor::CollapseShapeOp::create(b, 
-        loc, tensor({s[0] * s[1], s[2] * s[3]}), x,
+    return tensor::CollapseShapeOp::create(
+        b, loc, tensor({s[0] * s[1], s[2] * s[3]}), x,
         ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
   }
 
@@ -173,12 +177,14 @@ Value lowerRMSNorm(KernelBuilder &k, RMSNormOp op) {
   if (Value gain = op.getGain())
     return k.generic1({op.getInput(), ss, gain}, k.empty(type.getShape()),
                       {all, row, last, all}, its, [&](Scalar &s, ValueRange a) {
-                        Value r = s.rsqrt(s.add(s.div(a[1], s.c(width)), s.c(eps)));
+                        Value r =
+                            s.rsqrt(s.add(s.div(a[1], s.c(width)), s.c(eps)));
                         k.yield(s, s.mul(s.mul(a[0], r), a[2]));
                       });
   return k.generic1({op.getInput(), ss}, k.empty(type.getShape()),
                     {all, row, all}, its, [&](Scalar &s, ValueRange a) {
-                      Value r = s.rsqrt(s.add(s.div(a[1], s.c(width)), s.c(eps)));
+                      Value r =
+                          s.rsqrt(s.add(s.div(a[1], s.c(width)), s.c(eps)));
                       k.yield(s, s.mul(a[0], r));
                     });
 }
@@ -213,15 +219,14 @@ Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
     maps.push_back(last);
   }
   maps.push_back(all);
-  return k.generic1(inputs, k.empty(type.getShape()), maps,
-                    SmallVector<IteratorType>(rank, kPar),
-                    [&](Scalar &s, ValueRange a) {
-                      Value r = s.rsqrt(s.add(s.div(a[2], s.c(width)), s.c(eps)));
-                      Value gdy = gain ? s.mul(a[1], a[4]) : a[1];
-                      Value corr = s.mul(s.mul(a[0], s.mul(r, r)),
-                                         s.div(a[3], s.c(width)));
-                      k.yield(s, s.mul(r, s.sub(gdy, corr)));
-                    });
+  return k.generic1(
+      inputs, k.empty(type.getShape()), maps,
+      SmallVector<IteratorType>(rank, kPar), [&](Scalar &s, ValueRange a) {
+        Value r = s.rsqrt(s.add(s.div(a[2], s.c(width)), s.c(eps)));
+        Value gdy = gain ? s.mul(a[1], a[4]) : a[1];
+        Value corr = s.mul(s.mul(a[0], s.mul(r, r)), s.div(a[3], s.c(width)));
+        k.yield(s, s.mul(r, s.sub(gdy, corr)));
+      });
 }
 
 Value lowerRMSNormGainGrad(KernelBuilder &k, RMSNormGainGradOp op) {
@@ -237,7 +242,8 @@ Value lowerRMSNormGainGrad(KernelBuilder &k, RMSNormGainGradOp op) {
   return k.generic1({op.getInput(), op.getResultGrad(), ss},
                     k.filled({type.getShape().back()}, 0.0),
                     {all, all, row, last}, its, [&](Scalar &s, ValueRange a) {
-                      Value r = s.rsqrt(s.add(s.div(a[2], s.c(width)), s.c(eps)));
+                      Value r =
+                          s.rsqrt(s.add(s.div(a[2], s.c(width)), s.c(eps)));
                       k.yield(s, s.add(a[3], s.mul(s.mul(a[0], a[1]), r)));
                     });
 }
@@ -268,7 +274,7 @@ Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
 }
 
 SmallVector<AffineMap> identityMaps(KernelBuilder &k, unsigned rank,
-                                   unsigned count) {
+                                    unsigned count) {
   SmallVector<unsigned> dims;
   for (unsigned i = 0; i < rank; ++i)
     dims.push_back(i);
@@ -277,12 +283,11 @@ SmallVector<AffineMap> identityMaps(KernelBuilder &k, unsigned rank,
 
 Value lowerAdd(KernelBuilder &k, AddOp op) {
   auto type = cast<RankedTensorType>(op.getType());
-  return k.generic1({op.getLhs(), op.getRhs()}, k.empty(type.getShape()),
-                    identityMaps(k, type.getRank(), 3),
-                    SmallVector<IteratorType>(type.getRank(), kPar),
-                    [&](Scalar &s, ValueRange a) {
-                      k.yield(s, s.add(a[0], a[1]));
-                    });
+  return k.generic1(
+      {op.getLhs(), op.getRhs()}, k.empty(type.getShape()),
+      identityMaps(k, type.getRank(), 3),
+      SmallVector<IteratorType>(type.getRank(), kPar),
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], a[1])); });
 }
 
 Value lowerSiluMul(KernelBuilder &k, SiluMulOp op) {
@@ -298,17 +303,18 @@ Value lowerSiluMul(KernelBuilder &k, SiluMulOp op) {
 SmallVector<Value> lowerSiluMulGrad(KernelBuilder &k, SiluMulGradOp op) {
   // d/da [a sig(a)] = sig(a) (1 + a (1 - sig(a))).
   auto type = cast<RankedTensorType>(op.getGate().getType());
-  return k.generic({op.getGate(), op.getUp(), op.getResultGrad()},
-                   {k.empty(type.getShape()), k.empty(type.getShape())},
-                   identityMaps(k, type.getRank(), 5),
-                   SmallVector<IteratorType>(type.getRank(), kPar),
-                   [&](Scalar &s, ValueRange a) {
-                     Value sig = s.sigmoid(a[0]);
-                     Value dsilu = s.mul(sig, s.add(s.c(1.0),
-                                                    s.mul(a[0], s.sub(s.c(1.0), sig))));
-                     k.yield(s, {s.mul(s.mul(a[2], a[1]), dsilu),
-                                 s.mul(a[2], s.mul(a[0], sig))});
-                   });
+  return k.generic(
+      {op.getGate(), op.getUp(), op.getResultGrad()},
+      {k.empty(type.getShape()), k.empty(type.getShape())},
+      identityMaps(k, type.getRank(), 5),
+      SmallVector<IteratorType>(type.getRank(), kPar),
+      [&](Scalar &s, ValueRange a) {
+        Value sig = s.sigmoid(a[0]);
+        Value dsilu =
+            s.mul(sig, s.add(s.c(1.0), s.mul(a[0], s.sub(s.c(1.0), sig))));
+        k.yield(s, {s.mul(s.mul(a[2], a[1]), dsilu),
+                    s.mul(a[2], s.mul(a[0], sig))});
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -321,10 +327,10 @@ Value lowerEmbed(KernelBuilder &k, EmbedOp op) {
   return k.generic1(op.getTokens(), k.empty(type.getShape()),
                     {k.map(2, {0}), k.map(2, {0, 1})}, {kPar, kPar},
                     [&](Scalar &s, ValueRange a) {
-                      Value row = arith::IndexCastOp::create(s.b, 
-                          s.loc, s.b.getIndexType(), a[0]);
-                      Value v = tensor::ExtractOp::create(s.b, 
-                          s.loc, table, ValueRange{row, s.index(1)});
+                      Value row = arith::IndexCastOp::create(
+                          s.b, s.loc, s.b.getIndexType(), a[0]);
+                      Value v = tensor::ExtractOp::create(
+                          s.b, s.loc, table, ValueRange{row, s.index(1)});
                       k.yield(s, v);
                     });
 }
@@ -339,28 +345,28 @@ Value lowerEmbedGrad(KernelBuilder &k, EmbedGradOp op) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value upper = arith::ConstantIndexOp::create(b, loc, n);
-  auto loop = scf::ForOp::create(b, 
-      loc, zero, upper, one, ValueRange{k.filled(type.getShape(), 0.0)},
+  auto loop = scf::ForOp::create(
+      b, loc, zero, upper, one, ValueRange{k.filled(type.getShape(), 0.0)},
       [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
         KernelBuilder inner{lb, ll, k.element};
         Value tok = tensor::ExtractOp::create(lb, ll, op.getTokens(), t);
         Value v = arith::IndexCastOp::create(lb, ll, lb.getIndexType(), tok);
         SmallVector<OpFoldResult> sizes{lb.getIndexAttr(1), lb.getIndexAttr(d)};
-        SmallVector<OpFoldResult> strides{lb.getIndexAttr(1), lb.getIndexAttr(1)};
+        SmallVector<OpFoldResult> strides{lb.getIndexAttr(1),
+                                          lb.getIndexAttr(1)};
         auto rowType = inner.tensor({d});
-        Value dyRow = tensor::ExtractSliceOp::create(lb, 
-            ll, rowType, op.getResultGrad(),
+        Value dyRow = tensor::ExtractSliceOp::create(
+            lb, ll, rowType, op.getResultGrad(),
             ArrayRef<OpFoldResult>{t, lb.getIndexAttr(0)}, sizes, strides);
-        Value accRow = tensor::ExtractSliceOp::create(lb, 
-            ll, rowType, iter[0],
+        Value accRow = tensor::ExtractSliceOp::create(
+            lb, ll, rowType, iter[0],
             ArrayRef<OpFoldResult>{v, lb.getIndexAttr(0)}, sizes, strides);
-        Value sum = inner.generic1(dyRow, accRow,
-                                   identityMaps(inner, 1, 2), {kPar},
-                                   [&](Scalar &s, ValueRange a) {
+        Value sum = inner.generic1(dyRow, accRow, identityMaps(inner, 1, 2),
+                                   {kPar}, [&](Scalar &s, ValueRange a) {
                                      inner.yield(s, s.add(a[0], a[1]));
                                    });
-        Value updated = tensor::InsertSliceOp::create(lb, 
-            ll, sum, iter[0], ArrayRef<OpFoldResult>{v, lb.getIndexAttr(0)},
+        Value updated = tensor::InsertSliceOp::create(
+            lb, ll, sum, iter[0], ArrayRef<OpFoldResult>{v, lb.getIndexAttr(0)},
             sizes, strides);
         scf::YieldOp::create(lb, ll, updated);
       });
@@ -370,11 +376,10 @@ Value lowerEmbedGrad(KernelBuilder &k, EmbedGradOp op) {
 /// Row max and row sum of exp(x - max) of logits [N, V].
 std::pair<Value, Value> softmaxStats(KernelBuilder &k, Value logits) {
   auto shape = cast<RankedTensorType>(logits.getType()).getShape();
-  Value mx = k.generic1(logits, k.filled({shape[0]}, -INFINITY),
-                        {k.map(2, {0, 1}), k.map(2, {0})}, {kPar, kRed},
-                        [&](Scalar &s, ValueRange a) {
-                          k.yield(s, s.max(a[1], a[0]));
-                        });
+  Value mx = k.generic1(
+      logits, k.filled({shape[0]}, -INFINITY),
+      {k.map(2, {0, 1}), k.map(2, {0})}, {kPar, kRed},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.max(a[1], a[0])); });
   Value se = k.generic1({logits, mx}, k.filled({shape[0]}, 0.0),
                         {k.map(2, {0, 1}), k.map(2, {0}), k.map(2, {0})},
                         {kPar, kRed}, [&](Scalar &s, ValueRange a) {
@@ -388,16 +393,17 @@ Value lowerCrossEntropy(KernelBuilder &k, CrossEntropyOp op) {
   int64_t n = cast<RankedTensorType>(logits.getType()).getDimSize(0);
   auto [mx, se] = softmaxStats(k, logits);
   AffineMap tok = k.map(1, {0});
-  Value sum = k.generic1(
-      {mx, se, op.getTargets()}, k.filled({}, 0.0),
-      {tok, tok, tok, AffineMap::get(1, 0, {}, k.b.getContext())}, {kRed},
-      [&](Scalar &s, ValueRange a) {
-        Value target = arith::IndexCastOp::create(s.b, s.loc, s.b.getIndexType(), a[2]);
-        Value picked = tensor::ExtractOp::create(s.b, 
-            s.loc, logits, ValueRange{s.index(0), target});
-        Value nll = s.sub(s.add(s.log(a[1]), a[0]), picked);
-        k.yield(s, s.add(a[3], nll));
-      });
+  Value sum =
+      k.generic1({mx, se, op.getTargets()}, k.filled({}, 0.0),
+                 {tok, tok, tok, AffineMap::get(1, 0, {}, k.b.getContext())},
+                 {kRed}, [&](Scalar &s, ValueRange a) {
+                   Value target = arith::IndexCastOp::create(
+                       s.b, s.loc, s.b.getIndexType(), a[2]);
+                   Value picked = tensor::ExtractOp::create(
+                       s.b, s.loc, logits, ValueRange{s.index(0), target});
+                   Value nll = s.sub(s.add(s.log(a[1]), a[0]), picked);
+                   k.yield(s, s.add(a[3], nll));
+                 });
   AffineMap scalar = AffineMap::get(0, 0, {}, k.b.getContext());
   return k.generic1(sum, k.empty({}), {scalar, scalar}, {},
                     [&](Scalar &s, ValueRange a) {
@@ -409,15 +415,17 @@ Value lowerCrossEntropyGrad(KernelBuilder &k, CrossEntropyGradOp op) {
   Value logits = op.getLogits();
   auto shape = cast<RankedTensorType>(logits.getType()).getShape();
   auto [mx, se] = softmaxStats(k, logits);
-  Value dloss = tensor::ExtractOp::create(k.b, k.loc, op.getResultGrad(), ValueRange{});
+  Value dloss =
+      tensor::ExtractOp::create(k.b, k.loc, op.getResultGrad(), ValueRange{});
   AffineMap all = k.map(2, {0, 1}), row = k.map(2, {0});
   return k.generic1(
       {logits, mx, se, op.getTargets()}, k.empty(shape),
       {all, row, row, row, all}, {kPar, kPar}, [&](Scalar &s, ValueRange a) {
         Value p = s.div(s.exp(s.sub(a[0], a[1])), a[2]);
-        Value target = arith::IndexCastOp::create(s.b, s.loc, s.b.getIndexType(), a[3]);
-        Value isTarget = arith::CmpIOp::create(s.b, 
-            s.loc, arith::CmpIPredicate::eq, s.index(1), target);
+        Value target =
+            arith::IndexCastOp::create(s.b, s.loc, s.b.getIndexType(), a[3]);
+        Value isTarget = arith::CmpIOp::create(
+            s.b, s.loc, arith::CmpIPredicate::eq, s.index(1), target);
         Value g = s.sub(p, s.select(isTarget, s.c(1.0), s.c(0.0)));
         k.yield(s, s.mul(g, s.div(dloss, s.c(double(shape[0])))));
       });
@@ -455,34 +463,34 @@ Value lowerRope(KernelBuilder &k, RopeOp op) {
       });
   Value x = op.getInput();
   Value cosT = cs[0], sinT = cs[1];
-  return k.generic1(x, k.empty(type.getShape()),
-                    {k.map(2, {0, 1}), k.map(2, {0, 1})}, {kPar, kPar},
-                    [&](Scalar &s, ValueRange a) {
-                      OpBuilder &b = s.b;
-                      Location l = s.loc;
-                      auto ci = [&](int64_t v) {
-                        return arith::ConstantIndexOp::create(b, l, v).getResult();
-                      };
-                      Value n = s.index(0), col = s.index(1);
-                      Value t = arith::RemUIOp::create(b, l, n, ci(seqLen));
-                      Value within = arith::RemUIOp::create(b, l, col, ci(headDim));
-                      Value low = arith::CmpIOp::create(b, 
-                          l, arith::CmpIPredicate::ult, within, ci(half));
-                      Value i = arith::SelectOp::create(b, 
-                          l, low, within, arith::SubIOp::create(b, l, within, ci(half)));
-                      Value partnerCol = arith::SelectOp::create(b, 
-                          l, low, arith::AddIOp::create(b, l, col, ci(half)),
-                          arith::SubIOp::create(b, l, col, ci(half)));
-                      Value partner = tensor::ExtractOp::create(b, 
-                          l, x, ValueRange{n, partnerCol});
-                      Value c = tensor::ExtractOp::create(b, l, cosT, ValueRange{t, i});
-                      Value sn = tensor::ExtractOp::create(b, l, sinT, ValueRange{t, i});
-                      // low half: x c - p s; high half: x c + p s.
-                      Value ps = s.mul(partner, sn);
-                      Value rotated = s.select(low, s.sub(s.mul(a[0], c), ps),
-                                               s.add(s.mul(a[0], c), ps));
-                      k.yield(s, rotated);
-                    });
+  return k.generic1(
+      x, k.empty(type.getShape()), {k.map(2, {0, 1}), k.map(2, {0, 1})},
+      {kPar, kPar}, [&](Scalar &s, ValueRange a) {
+        OpBuilder &b = s.b;
+        Location l = s.loc;
+        auto ci = [&](int64_t v) {
+          return arith::ConstantIndexOp::create(b, l, v).getResult();
+        };
+        Value n = s.index(0), col = s.index(1);
+        Value t = arith::RemUIOp::create(b, l, n, ci(seqLen));
+        Value within = arith::RemUIOp::create(b, l, col, ci(headDim));
+        Value low = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                          within, ci(half));
+        Value i = arith::SelectOp::create(
+            b, l, low, within, arith::SubIOp::create(b, l, within, ci(half)));
+        Value partnerCol = arith::SelectOp::create(
+            b, l, low, arith::AddIOp::create(b, l, col, ci(half)),
+            arith::SubIOp::create(b, l, col, ci(half)));
+        Value partner =
+            tensor::ExtractOp::create(b, l, x, ValueRange{n, partnerCol});
+        Value c = tensor::ExtractOp::create(b, l, cosT, ValueRange{t, i});
+        Value sn = tensor::ExtractOp::create(b, l, sinT, ValueRange{t, i});
+        // low half: x c - p s; high half: x c + p s.
+        Value ps = s.mul(partner, sn);
+        Value rotated =
+            s.select(low, s.sub(s.mul(a[0], c), ps), s.add(s.mul(a[0], c), ps));
+        k.yield(s, rotated);
+      });
 }
 
 /// Attention works per (sequence, head) on [B*H, T, dh] blocks, so that its
@@ -503,10 +511,11 @@ Value toHeads(KernelBuilder &k, Value x, const HeadLayout &l, bool transpose) {
   Value out = transpose ? k.empty({l.batch, l.nHead, l.headDim, l.seqLen})
                         : k.empty({l.batch, l.nHead, l.seqLen, l.headDim});
   // Dims (b, h, t, i).
-  AffineMap outMap = transpose ? k.map(4, {0, 1, 3, 2}) : k.map(4, {0, 1, 2, 3});
-  Value blocked = k.generic1(x4, out, {k.map(4, {0, 2, 1, 3}), outMap},
-                             {kPar, kPar, kPar, kPar},
-                             [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  AffineMap outMap =
+      transpose ? k.map(4, {0, 1, 3, 2}) : k.map(4, {0, 1, 2, 3});
+  Value blocked = k.generic1(
+      x4, out, {k.map(4, {0, 2, 1, 3}), outMap}, {kPar, kPar, kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
   int64_t rows = transpose ? l.headDim : l.seqLen;
   int64_t cols = transpose ? l.seqLen : l.headDim;
   return tensor::CollapseShapeOp::create(
@@ -539,22 +548,23 @@ Value batchMatmul(KernelBuilder &k, Value a, Value b) {
   auto sa = cast<RankedTensorType>(a.getType()).getShape();
   auto sb = cast<RankedTensorType>(b.getType()).getShape();
   RankedTensorType type = k.tensor({sa[0], sa[1], sb[2]});
-  return linalg::BatchMatmulOp::create(k.b, k.loc, TypeRange{type},
-                                       ValueRange{a, b},
-                                       ValueRange{k.filled(type.getShape(), 0.0)})
+  return linalg::BatchMatmulOp::create(
+             k.b, k.loc, TypeRange{type}, ValueRange{a, b},
+             ValueRange{k.filled(type.getShape(), 0.0)})
       .getResult(0);
 }
 
 /// P[g,t,s] = exp(scale S[g,t,s] - lse[g,t]) for s <= t, else 0.
 Value attentionProbs(KernelBuilder &k, Value scores, Value lse, double scale) {
   auto shape = cast<RankedTensorType>(scores.getType()).getShape();
-  return k.generic1({scores, lse}, k.empty(shape),
-                    {k.map(3, {0, 1, 2}), k.map(3, {0, 1}), k.map(3, {0, 1, 2})},
-                    {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
-                      Value keep = s.indexLE(s.index(2), s.index(1));
-                      Value p = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
-                      k.yield(s, s.select(keep, p, s.c(0.0)));
-                    });
+  return k.generic1(
+      {scores, lse}, k.empty(shape),
+      {k.map(3, {0, 1, 2}), k.map(3, {0, 1}), k.map(3, {0, 1, 2})},
+      {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+        Value keep = s.indexLE(s.index(2), s.index(1));
+        Value p = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
+        k.yield(s, s.select(keep, p, s.c(0.0)));
+      });
 }
 
 /// lse [G, T] <-> [N, H] (token-major, as the op's result).
@@ -562,10 +572,10 @@ Value lseToTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
   Value lse3 = tensor::ExpandShapeOp::create(
       k.b, k.loc, k.tensor({l.batch, l.nHead, l.seqLen}), lse,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value bth = k.generic1(lse3, k.empty({l.batch, l.seqLen, l.nHead}),
-                         {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})},
-                         {kPar, kPar, kPar},
-                         [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  Value bth =
+      k.generic1(lse3, k.empty({l.batch, l.seqLen, l.nHead}),
+                 {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
+                 [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
   return tensor::CollapseShapeOp::create(
       k.b, k.loc, k.tensor({l.batch * l.seqLen, l.nHead}), bth,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
@@ -574,16 +584,17 @@ Value lseFromTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
   Value bth = tensor::ExpandShapeOp::create(
       k.b, k.loc, k.tensor({l.batch, l.seqLen, l.nHead}), lse,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value bht = k.generic1(bth, k.empty({l.batch, l.nHead, l.seqLen}),
-                         {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})},
-                         {kPar, kPar, kPar},
-                         [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
+  Value bht =
+      k.generic1(bth, k.empty({l.batch, l.nHead, l.seqLen}),
+                 {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
+                 [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
   return tensor::CollapseShapeOp::create(
       k.b, k.loc, k.tensor({l.blocks(), l.seqLen}), bht,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
-SmallVector<Value> lowerCausalAttention(KernelBuilder &k, CausalAttentionOp op) {
+SmallVector<Value> lowerCausalAttention(KernelBuilder &k,
+                                        CausalAttentionOp op) {
   HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
   double scale = 1.0 / std::sqrt(double(l.headDim));
   Value scores = batchMatmul(k, toHeads(k, op.getQ(), l, false),
@@ -603,11 +614,9 @@ SmallVector<Value> lowerCausalAttention(KernelBuilder &k, CausalAttentionOp op) 
                           k.yield(s, s.select(keep, s.add(a[2], e), a[2]));
                         });
   AffineMap id2 = k.map(2, {0, 1});
-  Value lse = k.generic1({mx, se}, k.empty({l.blocks(), l.seqLen}),
-                         {id2, id2, id2}, {kPar, kPar},
-                         [&](Scalar &s, ValueRange a) {
-                           k.yield(s, s.add(a[0], s.log(a[1])));
-                         });
+  Value lse = k.generic1(
+      {mx, se}, k.empty({l.blocks(), l.seqLen}), {id2, id2, id2}, {kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], s.log(a[1]))); });
   Value probs = attentionProbs(k, scores, lse, scale);
   Value out = batchMatmul(k, probs, toHeads(k, op.getV(), l, false));
   return {fromHeads(k, out, l), lseToTokens(k, lse, l)};
@@ -628,19 +637,19 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
   Value dp = batchMatmul(k, dOut, toHeads(k, op.getV(), l, true));
   // D[g,t] = sum_i dO[g,t,i] O[g,t,i].
   Value out = toHeads(k, op.getOut(), l, false);
-  Value dsum = k.generic1({dOut, out}, k.filled({l.blocks(), l.seqLen}, 0.0),
-                          {k.map(3, {0, 1, 2}), k.map(3, {0, 1, 2}),
-                           k.map(3, {0, 1})},
-                          {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
-                            k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
-                          });
+  Value dsum =
+      k.generic1({dOut, out}, k.filled({l.blocks(), l.seqLen}, 0.0),
+                 {k.map(3, {0, 1, 2}), k.map(3, {0, 1, 2}), k.map(3, {0, 1})},
+                 {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+                   k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                 });
   // dS = scale P (dP - D), scaled here once for both dQ and dK.
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
-  Value ds = k.generic1({probs, dp, dsum}, k.empty({l.blocks(), l.seqLen, l.seqLen}),
-                        {all, all, row, all}, {kPar, kPar, kPar},
-                        [&](Scalar &s, ValueRange a) {
-                          k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
-                        });
+  Value ds = k.generic1(
+      {probs, dp, dsum}, k.empty({l.blocks(), l.seqLen, l.seqLen}),
+      {all, all, row, all}, {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+        k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
+      });
   Value dq = batchMatmul(k, ds, kk);
   Value dk = batchMatmul(k, transposeBlocks(k, ds), q);
   return {fromHeads(k, dq, l), fromHeads(k, dk, l), fromHeads(k, dv, l)};
@@ -666,7 +675,8 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](RMSNormOp o) { results = {lowerRMSNorm(k, o)}; })
       .Case([&](RMSNormGradOp o) { results = {lowerRMSNormGrad(k, o)}; })
-      .Case([&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })
+      .Case(
+          [&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })
       .Case([&](MatmulOp o) { results = {lowerMatmul(k, o)}; })
       .Case([&](AddOp o) { results = {lowerAdd(k, o)}; })
       .Case([&](SiluMulOp o) { results = {lowerSiluMul(k, o)}; })
@@ -674,10 +684,14 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](EmbedOp o) { results = {lowerEmbed(k, o)}; })
       .Case([&](EmbedGradOp o) { results = {lowerEmbedGrad(k, o)}; })
       .Case([&](CrossEntropyOp o) { results = {lowerCrossEntropy(k, o)}; })
-      .Case([&](CrossEntropyGradOp o) { results = {lowerCrossEntropyGrad(k, o)}; })
+      .Case([&](CrossEntropyGradOp o) {
+        results = {lowerCrossEntropyGrad(k, o)};
+      })
       .Case([&](RopeOp o) { results = {lowerRope(k, o)}; })
       .Case([&](CausalAttentionOp o) { results = lowerCausalAttention(k, o); })
-      .Case([&](CausalAttentionGradOp o) { results = lowerCausalAttentionGrad(k, o); })
+      .Case([&](CausalAttentionGradOp o) {
+        results = lowerCausalAttentionGrad(k, o);
+      })
       .Default([&](Operation *) { handled = false; });
   if (!handled)
     return false;
@@ -685,7 +699,8 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
   return true;
 }
 
-struct LowerToLinalgPass : mlir::drc::impl::LowerToLinalgBase<LowerToLinalgPass> {
+struct LowerToLinalgPass
+    : mlir::drc::impl::LowerToLinalgBase<LowerToLinalgPass> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> ops;

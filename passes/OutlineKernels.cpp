@@ -32,8 +32,8 @@ struct OutlineKernelsPass
       for (auto [index, op] : llvm::enumerate(kernels)) {
         // Wrap the nest in a region and outline the region.
         rewriter.setInsertionPoint(op);
-        auto wrapper = scf::ExecuteRegionOp::create(rewriter, op->getLoc(),
-                                                    TypeRange{});
+        auto wrapper =
+            scf::ExecuteRegionOp::create(rewriter, op->getLoc(), TypeRange{});
         Block *body = rewriter.createBlock(&wrapper.getRegion());
         rewriter.setInsertionPointToEnd(body);
         auto yield = scf::YieldOp::create(rewriter, op->getLoc());

@@ -18,15 +18,15 @@ namespace mlir::drc {
 
 struct ParameterSlot {
   ParamOp param;
-  int64_t offset = 0;      ///< in elements
+  int64_t offset = 0; ///< in elements
   int64_t numElements = 0;
 };
 
 struct ParameterLayout {
-  SmallVector<ParameterSlot> slots;   ///< in buffer order
-  llvm::StringMap<size_t> index;      ///< symbol name -> slot
-  int64_t decayEnd = 0;               ///< [0, decayEnd) is the decay group
-  int64_t size = 0;                   ///< total elements, padding included
+  SmallVector<ParameterSlot> slots; ///< in buffer order
+  llvm::StringMap<size_t> index;    ///< symbol name -> slot
+  int64_t decayEnd = 0;             ///< [0, decayEnd) is the decay group
+  int64_t size = 0;                 ///< total elements, padding included
 
   const ParameterSlot &lookup(StringRef name) const {
     return slots[index.lookup(name)];

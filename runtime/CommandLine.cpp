@@ -40,6 +40,20 @@ CommandLine::CommandLine(int argc, char **argv, std::set<std::string> valued,
   }
 }
 
+const std::string &CommandLine::onlyPositional(const std::string &what) const {
+  if (args.size() != 1)
+    throw UsageError("expected exactly one " + what + ", got " +
+                     std::to_string(args.size()));
+  return args.front();
+}
+
+bool CommandLine::printedHelp(const char *text) const {
+  if (!flag("help"))
+    return false;
+  std::fputs(text, stdout);
+  return true;
+}
+
 std::optional<std::string> CommandLine::value(const std::string &name) const {
   auto it = values.find(name);
   if (it == values.end())

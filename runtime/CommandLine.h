@@ -32,6 +32,10 @@ public:
               std::set<std::string> flags);
 
   const std::vector<std::string> &positional() const { return args; }
+  /// The one positional argument (`what` names it in the error otherwise).
+  const std::string &onlyPositional(const std::string &what) const;
+  /// Prints `text` to stdout when --help was given; true if it was.
+  bool printedHelp(const char *text) const;
   bool flag(const std::string &name) const { return setFlags.count(name); }
   std::optional<std::string> value(const std::string &name) const;
   /// The value of a required option.
@@ -48,8 +52,7 @@ private:
 
 /// Runs `body` and turns drc errors into "tool: error: ..." and their exit
 /// code; usage errors add a pointer to --help.
-int runTool(const char *tool, int (*body)(int, char **), int argc,
-            char **argv);
+int runTool(const char *tool, int (*body)(int, char **), int argc, char **argv);
 
 } // namespace drc
 

@@ -30,12 +30,11 @@ EvalResult evaluate(ModelProgram &program, const float *params,
   for (size_t d = 0; d < corpus.domains.size(); ++d) {
     size_t full = sampler.valWindowCount(d) / rows;
     if (full == 0)
-      throw InputError(
-          "domain '" + corpus.domains[d].name + "' has " +
-          std::to_string(sampler.valWindowCount(d)) +
-          " validation windows, fewer than one batch of " +
-          std::to_string(rows) +
-          "; raise [train] eval_tokens or add validation text");
+      throw InputError("domain '" + corpus.domains[d].name + "' has " +
+                       std::to_string(sampler.valWindowCount(d)) +
+                       " validation windows, fewer than one batch of " +
+                       std::to_string(rows) +
+                       "; raise [train] eval_tokens or add validation text");
     double sum = 0;
     for (size_t b = 0; b < full; ++b) {
       sampler.valBatch(d, b, inputs.data(), targets.data());

@@ -13,8 +13,8 @@ namespace drc {
 
 struct DomainLoss {
   std::string domain;
-  double loss = 0;     ///< mean next-token cross-entropy, nats
-  int64_t tokens = 0;  ///< scored tokens
+  double loss = 0;           ///< mean next-token cross-entropy, nats
+  int64_t tokens = 0;        ///< scored tokens
   double unigramEntropy = 0; ///< the domain's byte-unigram entropy, nats
 };
 

@@ -9,11 +9,11 @@
 #include "runtime/Schedule.h"
 
 #include <chrono>
-#include <malloc.h>
-#include <csignal>
-#include <cstdlib>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <malloc.h>
 #include <vector>
 
 namespace drc {
@@ -29,8 +29,7 @@ fs::path metricsPath(const fs::path &runDir) {
 namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -73,14 +72,14 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   int64_t start = 0;
   bool hasCheckpoint = fs::exists(checkpoint);
   if (options.resume && hasCheckpoint) {
-    TrainState state = loadCheckpoint(checkpoint.string(), table, fingerprint,
-                                      params.data(), adamM.data(),
-                                      adamV.data());
+    TrainState state =
+        loadCheckpoint(checkpoint.string(), table, fingerprint, params.data(),
+                       adamM.data(), adamV.data());
     auto total = state.extra.find(kTotalStepsKey);
-    if (state.seed != options.seed ||
-        total == state.extra.end() ||
+    if (state.seed != options.seed || total == state.extra.end() ||
         total->second != std::to_string(options.steps))
-      throw InputError(checkpoint.string() + " was written by a run with seed " +
+      throw InputError(checkpoint.string() +
+                       " was written by a run with seed " +
                        std::to_string(state.seed) + " and " +
                        (total == state.extra.end() ? "?" : total->second) +
                        " steps; resume it with the same --seed and --steps");
@@ -93,7 +92,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     initParameters(table, options.seed, params.data());
   }
   MetricsWriter metrics =
-      start > 0 ? MetricsWriter::openForResume(metricsPath(options.runDir).string(), start)
+      start > 0 ? MetricsWriter::openForResume(
+                      metricsPath(options.runDir).string(), start)
                 : MetricsWriter::create(metricsPath(options.runDir).string());
 
   BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
@@ -105,7 +105,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   std::vector<int32_t> inputs(tokensPerStep), targets(tokensPerStep);
 
   ProgressLine::Options progressOptions;
-  ProgressLine progress(options.progress, options.steps, progressOptions, start);
+  ProgressLine progress(options.progress, options.steps, progressOptions,
+                        start);
   auto began = std::chrono::steady_clock::now();
   double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
   int64_t lossCount = 0, trained = 0;

@@ -32,8 +32,8 @@ struct TrainOptions {
 struct TrainSummary {
   int64_t steps = 0;
   EvalResult final;
-  double wallSeconds = 0;      ///< this process only
-  double tokensPerSecond = 0;  ///< this process's training steps
+  double wallSeconds = 0;     ///< this process only
+  double tokensPerSecond = 0; ///< this process's training steps
 };
 
 /// The checkpoint and metrics files of a run directory.

@@ -12,7 +12,8 @@
 
 namespace {
 
-const char *const kHelp = R"(usage: drc-compile SPEC [--emit=STAGE] [-o OUT] [--print-params]
+const char *const kHelp =
+    R"(usage: drc-compile SPEC [--emit=STAGE] [-o OUT] [--print-params]
 
 Compiles the model spec SPEC (docs/spec.md) and writes the program after
 STAGE to OUT (default: standard output):
@@ -43,11 +44,10 @@ std::string printParams(const drc::ParameterTable &table) {
       totals[decay ? 0 : 1] += p.numElements();
     }
   }
-  std::snprintf(line, sizeof line,
-                "total: %lld parameters (%lld decay, %lld no-decay)\n",
-                static_cast<long long>(totals[0] + totals[1]),
-                static_cast<long long>(totals[0]),
-                static_cast<long long>(totals[1]));
+  std::snprintf(
+      line, sizeof line, "total: %lld parameters (%lld decay, %lld no-decay)\n",
+      static_cast<long long>(totals[0] + totals[1]),
+      static_cast<long long>(totals[0]), static_cast<long long>(totals[1]));
   return out + line;
 }
 
@@ -59,19 +59,16 @@ int compileMain(int argc, char **argv) {
       a = const_cast<char *>("--output");
   drc::CommandLine cl(static_cast<int>(args.size()), args.data(),
                       {"emit", "output"}, {"print-params", "help"});
-  if (cl.flag("help")) {
-    std::fputs(kHelp, stdout);
+  if (cl.printedHelp(kHelp))
     return 0;
-  }
-  if (cl.positional().size() != 1)
-    throw drc::UsageError("expected exactly one SPEC");
-  drc::ModelSpec spec = drc::loadModelSpec(cl.positional()[0]);
+  drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
   std::string stageName = cl.value("emit").value_or("train-step");
   std::optional<mlir::drc::CompileStage> stage =
       mlir::drc::parseCompileStage(stageName);
   if (!stage)
-    throw drc::UsageError("--emit=" + stageName +
-                          " is not a stage; use drc, train-step, linalg or llvm");
+    throw drc::UsageError(
+        "--emit=" + stageName +
+        " is not a stage; use drc, train-step, linalg or llvm");
   drc::HostCompiler compiler;
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -23,22 +23,18 @@ of another spec names the first tensor that does not match).
 
 int evalMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv, {"checkpoint", "data"}, {"help"});
-  if (cl.flag("help")) {
-    std::fputs(kHelp, stdout);
+  if (cl.printedHelp(kHelp))
     return 0;
-  }
-  if (cl.positional().size() != 1)
-    throw drc::UsageError("expected exactly one SPEC");
-  drc::ModelSpec spec = drc::loadModelSpec(cl.positional()[0]);
+  drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
   std::string checkpoint = cl.required("checkpoint");
   drc::Corpus corpus = drc::loadCorpus(cl.required("data"),
                                        static_cast<uint32_t>(spec.model.vocab));
   drc::HostCompiler compiler;
   auto model = compiler.compile(spec);
   std::vector<float> params(model->parameters().numElements(), 0.0f);
-  drc::TrainState state = drc::loadCheckpointWeights(
-      checkpoint, model->parameters(), drc::modelFingerprint(spec),
-      params.data());
+  drc::TrainState state =
+      drc::loadCheckpointWeights(checkpoint, model->parameters(),
+                                 drc::modelFingerprint(spec), params.data());
   drc::BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
                             spec.train.evalTokens);
   drc::EvalResult result =

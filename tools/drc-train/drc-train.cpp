@@ -9,7 +9,8 @@
 
 namespace {
 
-const char *const kHelp = R"(usage: drc-train SPEC --data DIR --out RUNDIR [options]
+const char *const kHelp =
+    R"(usage: drc-train SPEC --data DIR --out RUNDIR [options]
 
 Compiles the model spec SPEC (docs/spec.md) for this CPU and trains it on the
 corpus DIR (docs/data.md), writing RUNDIR/metrics.jsonl (one JSON object per
@@ -32,20 +33,15 @@ exit status: 0 success, 1 failure while training (e.g. divergence),
 int trainMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv, {"data", "out", "steps", "seed"},
                       {"resume", "help"});
-  if (cl.flag("help")) {
-    std::fputs(kHelp, stdout);
+  if (cl.printedHelp(kHelp))
     return 0;
-  }
-  if (cl.positional().size() != 1)
-    throw drc::UsageError("expected exactly one SPEC");
-  drc::ModelSpec spec = drc::loadModelSpec(cl.positional()[0]);
+  drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
   drc::TrainOptions options;
   options.runDir = cl.required("out");
   std::string data = cl.required("data");
   options.steps = cl.integer("steps", spec.train.steps, 1, int64_t(1) << 40);
   options.seed = static_cast<uint64_t>(
-      cl.integer("seed", static_cast<int64_t>(spec.train.seed), 0,
-                 INT64_MAX));
+      cl.integer("seed", static_cast<int64_t>(spec.train.seed), 0, INT64_MAX));
   options.resume = cl.flag("resume");
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
@@ -57,7 +53,9 @@ int trainMain(int argc, char **argv) {
                std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                              compileBegan)
                    .count());
-  std::fprintf(stderr, "drc-train: %s: %lld parameters, %zu domains, %lld steps of %lld tokens\n",
+  std::fprintf(stderr,
+               "drc-train: %s: %lld parameters, %zu domains, %lld steps of "
+               "%lld tokens\n",
                spec.path.c_str(),
                static_cast<long long>(model->parameters().numParameters()),
                corpus.domains.size(), static_cast<long long>(options.steps),

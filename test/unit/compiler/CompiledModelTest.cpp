@@ -33,7 +33,7 @@ lr = 1e-3
 
 drc::reference::PreLnConfig referenceConfig(const drc::ModelSpec &spec) {
   const drc::ModelShape &m = spec.model;
-  return {m.vocab, m.dModel, m.nLayer, m.nHead, m.dFF,
+  return {m.vocab,          m.dModel, m.nLayer,  m.nHead,    m.dFF,
           spec.train.batch, m.seqLen, m.normEps, m.ropeTheta};
 }
 
@@ -97,7 +97,8 @@ TEST_CASE("compiled Pre-LN loss equals the scalar reference", "[model]") {
   }
 }
 
-TEST_CASE("whole-model gradients match finite differences", "[model][gradient]") {
+TEST_CASE("whole-model gradients match finite differences",
+          "[model][gradient]") {
   drc::ModelSpec spec = tinySpec();
   CompilerContext ctx;
   mlir::drc::ImportOptions options;

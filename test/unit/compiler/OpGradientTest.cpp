@@ -18,11 +18,11 @@ namespace {
 /// Compiles `body` (the inside of `loss`, which must yield %y of shape
 /// [tokens, classes]) with parameters `params` ("@name : tensor<...>").
 F64Program compileOp(CompilerContext &ctx, const std::string &params,
-                     const std::string &body, int64_t tokens,
-                     int32_t classes) {
+                     const std::string &body, int64_t tokens, int32_t classes) {
   std::string text = params + R"(
-func.func @loss(%tokens: tensor<)" + std::to_string(tokens) +
-                     R"(xi32>, %targets: tensor<)" + std::to_string(tokens) +
+func.func @loss(%tokens: tensor<)" +
+                     std::to_string(tokens) + R"(xi32>, %targets: tensor<)" +
+                     std::to_string(tokens) +
                      R"(xi32>) -> tensor<f64> {
 )" + body + R"(
   %loss = drc.cross_entropy %y, %targets : (tensor<)" +
@@ -64,9 +64,8 @@ std::string ref(const std::string &name, const std::string &shape) {
 
 TEST_CASE("cross_entropy gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
-  F64Program p = compileOp(
-      ctx, param("y", "6x5"),
-      "  %y = drc.param_ref @y : tensor<6x5xf64>", 6, 5);
+  F64Program p = compileOp(ctx, param("y", "6x5"),
+                           "  %y = drc.param_ref @y : tensor<6x5xf64>", 6, 5);
   checkGradients(p);
 }
 
@@ -82,12 +81,12 @@ TEST_CASE("add gradient matches finite differences", "[gradient]") {
 TEST_CASE("rms_norm gradients match finite differences", "[gradient]") {
   CompilerContext ctx;
   SECTION("with a gain") {
-    F64Program p = compileOp(
-        ctx, param("x", "6x8") + param("g", "8"),
-        ref("x", "6x8") + ref("g", "8") +
-            "  %y = drc.rms_norm %x gain %g : (tensor<6x8xf64>, "
-            "tensor<8xf64>) -> tensor<6x8xf64>",
-        6, 8);
+    F64Program p =
+        compileOp(ctx, param("x", "6x8") + param("g", "8"),
+                  ref("x", "6x8") + ref("g", "8") +
+                      "  %y = drc.rms_norm %x gain %g : (tensor<6x8xf64>, "
+                      "tensor<8xf64>) -> tensor<6x8xf64>",
+                  6, 8);
     checkGradients(p);
   }
   SECTION("parameter-free") {
@@ -111,12 +110,12 @@ TEST_CASE("matmul gradients match finite differences", "[gradient]") {
                {"{transpose_lhs, transpose_rhs}", "4x6", "5x4"}};
   for (const Case &c : cases) {
     DYNAMIC_SECTION("matmul " << c.attrs) {
-      F64Program p = compileOp(
-          ctx, param("a", c.lhs) + param("b", c.rhs),
-          ref("a", c.lhs) + ref("b", c.rhs) + "  %y = drc.matmul %a, %b " +
-              c.attrs + " : (tensor<" + c.lhs + "xf64>, tensor<" + c.rhs +
-              "xf64>) -> tensor<6x5xf64>",
-          6, 5);
+      F64Program p = compileOp(ctx, param("a", c.lhs) + param("b", c.rhs),
+                               ref("a", c.lhs) + ref("b", c.rhs) +
+                                   "  %y = drc.matmul %a, %b " + c.attrs +
+                                   " : (tensor<" + c.lhs + "xf64>, tensor<" +
+                                   c.rhs + "xf64>) -> tensor<6x5xf64>",
+                               6, 5);
       checkGradients(p);
     }
   }
@@ -133,8 +132,7 @@ TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   checkGradients(p);
 }
 
-TEST_CASE("causal_attention gradients match finite differences",
-          "[gradient]") {
+TEST_CASE("causal_attention gradients match finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
       ctx, param("q", "8x8") + param("k", "8x8") + param("v", "8x8"),
