@@ -47,6 +47,8 @@ int trainMain(int argc, char **argv) {
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
 
   drc::HostCompiler compiler;
+  std::fprintf(stderr, "drc-train: compiling %s for this CPU (about a minute)\n",
+               spec.path.c_str());
   auto compileBegan = std::chrono::steady_clock::now();
   auto model = compiler.compile(spec);
   std::fprintf(stderr, "drc-train: compiled %s in %.1f s\n", spec.path.c_str(),
