@@ -108,8 +108,10 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   ProgressLine progress(options.progress, options.steps, progressOptions,
                         start);
   auto began = std::chrono::steady_clock::now();
+  // Throughput leaves out this process's first step, which also pays for
+  // first-touch page faults and starting the thread pool.
   double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
-  int64_t lossCount = 0, trained = 0;
+  int64_t lossCount = 0, trained = 0, timed = 0;
   const int64_t killAt = killAfterStep();
   TrainSummary summary;
   for (int64_t step = start; step < options.steps; ++step) {
@@ -118,8 +120,10 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     auto stepBegan = std::chrono::steady_clock::now();
     StepResult r = program.trainStep(buffers, inputs.data(), targets.data(),
                                      static_cast<float>(lr), step + 1);
-    trainSeconds += secondsSince(stepBegan);
-    ++trained;
+    if (trained++ > 0 || options.steps - start == 1) {
+      trainSeconds += secondsSince(stepBegan);
+      ++timed;
+    }
     if (!std::isfinite(r.loss))
       throw Error("training diverged at step " + std::to_string(step + 1) +
                   " (loss " + std::to_string(r.loss) + "); " +
@@ -147,7 +151,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     record.set("lr", lr);
     record.set("grad_norm", lastGradNorm);
     record.set("tokens", done * tokensPerStep);
-    record.set("tokens_per_s", trained * tokensPerStep / trainSeconds);
+    record.set("tokens_per_s",
+               timed > 0 ? timed * tokensPerStep / trainSeconds : 0.0);
     record.set("elapsed_s", secondsSince(began));
     metrics.write(record);
     lossSum = 0;
@@ -167,7 +172,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   summary.steps = options.steps;
   summary.wallSeconds = secondsSince(began);
   summary.tokensPerSecond =
-      trainSeconds > 0 ? trained * tokensPerStep / trainSeconds : 0;
+      trainSeconds > 0 ? timed * tokensPerStep / trainSeconds : 0;
   return summary;
 }
 
