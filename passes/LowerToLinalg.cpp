@@ -567,29 +567,22 @@ Value attentionProbs(KernelBuilder &k, Value scores, Value lse, double scale) {
       });
 }
 
-/// lse [G, T] <-> [N, H] (token-major, as the op's result).
+/// lse [G, T] <-> [N, H] (token-major, as the op's result): a swap of the
+/// last two dims of [B, H, T] / [B, T, H].
 Value lseToTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
-  Value lse3 = tensor::ExpandShapeOp::create(
+  Value bht = tensor::ExpandShapeOp::create(
       k.b, k.loc, k.tensor({l.batch, l.nHead, l.seqLen}), lse,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value bth =
-      k.generic1(lse3, k.empty({l.batch, l.seqLen, l.nHead}),
-                 {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
-                 [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
   return tensor::CollapseShapeOp::create(
-      k.b, k.loc, k.tensor({l.batch * l.seqLen, l.nHead}), bth,
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+      k.b, k.loc, k.tensor({l.batch * l.seqLen, l.nHead}),
+      transposeBlocks(k, bht), ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 Value lseFromTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
   Value bth = tensor::ExpandShapeOp::create(
       k.b, k.loc, k.tensor({l.batch, l.seqLen, l.nHead}), lse,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  Value bht =
-      k.generic1(bth, k.empty({l.batch, l.nHead, l.seqLen}),
-                 {k.map(3, {0, 2, 1}), k.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
-                 [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
   return tensor::CollapseShapeOp::create(
-      k.b, k.loc, k.tensor({l.blocks(), l.seqLen}), bht,
+      k.b, k.loc, k.tensor({l.blocks(), l.seqLen}), transposeBlocks(k, bth),
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
