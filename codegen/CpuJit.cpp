@@ -1,5 +1,6 @@
 //===- CpuJit.cpp - JIT of memref-only functions for the host ------------===//
 #include "codegen/CpuJit.h"
+#include "codegen/ScratchPool.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -70,12 +71,25 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableObjectDump = getenv("DRC_DUMP_OBJECT") != nullptr;
+  // `perf record -k 1` + `perf inject --jit` then names the kernels.
+  options.enablePerfNotificationListener = getenv("DRC_PERF") != nullptr;
   auto engine =
       ExecutionEngine::create(llvmModule, options, std::move(*machine));
   if (!engine) {
     std::string message = llvm::toString(engine.takeError());
     return llvmModule.emitError() << "drc: JIT compilation failed: " << message;
   }
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto bind = [&](const char *name, auto *function) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    bind("_mlir_memref_to_llvm_alloc", &scratchAlloc);
+    bind("_mlir_memref_to_llvm_aligned_alloc", &scratchAlignedAlloc);
+    bind("_mlir_memref_to_llvm_free", &scratchFree);
+    return symbols;
+  });
   // Materialise every entry point now: ORC compiles lazily, and the first
   // call would otherwise pay for code generation.
   for (const auto &entry : shapes)

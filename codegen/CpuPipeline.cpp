@@ -22,7 +22,8 @@ using namespace mlir;
 /// worksharing loops with a static schedule, so results do not depend on
 /// the thread count. Memref lowering precedes scf-to-cf because the OpenMP
 /// conversion wraps loop bodies in memref.alloca_scope, which must still be
-/// a single block when it is lowered.
+/// a single block when it is lowered. Allocations go through the generic
+/// functions, which the JIT binds to ScratchPool.
 static constexpr const char *kBufferize =
     "canonicalize,"
     "eliminate-empty-tensors,"
@@ -35,7 +36,7 @@ static constexpr const char *kToLLVM =
     "func.func(convert-linalg-to-loops),"
     "func.func(convert-vector-to-scf{full-unroll=true}),"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
-    "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "expand-strided-metadata,lower-affine,finalize-memref-to-llvm{use-generic-functions=true},"
     "convert-scf-to-cf,convert-arith-to-llvm,convert-math-to-llvm,"
     "convert-ub-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
     "convert-openmp-to-llvm,"

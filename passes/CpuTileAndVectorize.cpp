@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -31,10 +32,14 @@ int64_t dividing(int64_t extent, std::initializer_list<int64_t> choices) {
   return 0;
 }
 
+/// Tiles `op` by `sizes`, its loops nested in `interchange` order (default:
+/// the op's loop order).
 FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
-                                     ArrayRef<int64_t> sizes, bool forall) {
+                                     ArrayRef<int64_t> sizes, bool forall,
+                                     ArrayRef<int64_t> interchange = {}) {
   scf::SCFTilingOptions options;
   options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  options.setInterchange(interchange);
   options.setLoopType(forall ? scf::SCFTilingOptions::LoopType::ForallOp
                              : scf::SCFTilingOptions::LoopType::ForOp);
   rewriter.setInsertionPoint(op);
@@ -45,9 +50,79 @@ FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
   return result;
 }
 
+/// If `value` is a materialised 2-D transpose (a linalg.generic copying
+/// x[j, i] to [i, j]), returns x.
+Value transposeSource(Value value) {
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumLoops() != 2 ||
+      !isa<linalg::YieldOp>(generic.getBody()->front()) ||
+      generic.getBody()->front().getOperand(0) !=
+          generic.getBody()->getArgument(0))
+    return {};
+  MLIRContext *ctx = generic.getContext();
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(2, 0, {j, i}, ctx) ||
+      maps[1] != AffineMap::get(2, 0, {i, j}, ctx))
+    return {};
+  return generic.getDpsInputs()[0];
+}
+
+/// Copies the right operand B (k x n) of a matmul into panels of `width`
+/// columns, [n / width, k, width]: the register tile's k loop then reads one
+/// contiguous row of `width` floats per step instead of striding n floats,
+/// which for n a multiple of 256 maps every row of a panel to the same few
+/// L1 sets. A B that is a materialised transpose is packed from its source.
+Value packColumnPanels(RewriterBase &rewriter, Location loc, Value b,
+                       int64_t width) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto type = cast<RankedTensorType>(b.getType());
+  int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+  AffineExpr panel = getAffineDimExpr(0, ctx), row = getAffineDimExpr(1, ctx),
+             column = getAffineDimExpr(2, ctx);
+  AffineExpr bColumn = panel * width + column;
+  AffineMap read = AffineMap::get(3, 0, {row, bColumn}, ctx);
+  if (Value source = transposeSource(b)) {
+    b = source;
+    read = AffineMap::get(3, 0, {bColumn, row}, ctx);
+  }
+  Value init = tensor::EmptyOp::create(rewriter, loc,
+                                       ArrayRef<int64_t>{n / width, k, width},
+                                       type.getElementType());
+  auto pack = linalg::GenericOp::create(
+      rewriter, loc, init.getType(), ValueRange{b}, ValueRange{init},
+      ArrayRef<AffineMap>{read, rewriter.getMultiDimIdentityMap(3)},
+      SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+      [](OpBuilder &builder, Location loc, ValueRange args) {
+        linalg::YieldOp::create(builder, loc, args[0]);
+      });
+  return pack.getResult(0);
+}
+
+/// Offsets of `slice` in the value its chain of unit-stride extract_slices
+/// starts from, and that value.
+std::pair<Value, SmallVector<OpFoldResult>>
+sliceOrigin(RewriterBase &rewriter, Location loc, tensor::ExtractSliceOp slice) {
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  Value source = slice.getSource();
+  AffineExpr d0, d1;
+  bindDims(rewriter.getContext(), d0, d1);
+  while (auto outer = source.getDefiningOp<tensor::ExtractSliceOp>()) {
+    for (auto [offset, outerOffset] :
+         llvm::zip(offsets, outer.getMixedOffsets()))
+      offset = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1,
+                                                     {offset, outerOffset});
+    source = outer.getSource();
+  }
+  return {source, offsets};
+}
+
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
 /// b, m, n, k): threads over row blocks (or batch entries), a k block for
-/// long contractions, then the register tile.
+/// long contractions, then the register tile. A plain matmul reads B from
+/// column panels (packColumnPanels) and visits register tiles panel by
+/// panel, so each panel is reused from L1 by every row tile of the block.
 LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
                              int64_t registerRows, int64_t registerColumns) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -70,6 +145,12 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     s.append({tm, tn, tk});
     return s;
   };
+  Value b = op.getDpsInputOperand(1)->get();
+  Value panels;
+  if (!batched) {
+    rewriter.setInsertionPoint(op);
+    panels = packColumnPanels(rewriter, op.getLoc(), b, rn);
+  }
   Operation *current = op;
   int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
   if (batched ? ranges[0] > 1 : m / tm > 1) {
@@ -88,10 +169,31 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     current = blocked->tiledOps.front();
   }
   auto registers =
-      tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false);
+      tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false,
+           batched ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{1, 0, 2});
   if (failed(registers))
     return failure();
   Operation *tileOp = registers->tiledOps.front();
+  if (panels) {
+    // The tile's B slice [1, rn] at (kk, j) is row kk of panel j / rn.
+    OpOperand &operand = *cast<linalg::LinalgOp>(tileOp).getDpsInputOperand(1);
+    auto slice = operand.get().getDefiningOp<tensor::ExtractSliceOp>();
+    rewriter.setInsertionPoint(tileOp);
+    auto [origin, offsets] = sliceOrigin(rewriter, tileOp->getLoc(), slice);
+    if (origin != b)
+      return failure();
+    AffineExpr j = getAffineDimExpr(0, rewriter.getContext());
+    OpFoldResult panel = affine::makeComposedFoldedAffineApply(
+        rewriter, tileOp->getLoc(), j.floorDiv(rn), {offsets[1]});
+    OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+    auto row = tensor::ExtractSliceOp::create(
+        rewriter, tileOp->getLoc(),
+        RankedTensorType::get({1, rn}, slice.getType().getElementType()),
+        panels, ArrayRef<OpFoldResult>{panel, offsets[0], zero},
+        ArrayRef<OpFoldResult>{one, one, rewriter.getIndexAttr(rn)},
+        ArrayRef<OpFoldResult>{one, one, one});
+    rewriter.modifyOpInPlace(tileOp, [&] { operand.set(row); });
+  }
   rewriter.setInsertionPoint(tileOp);
   auto vectorized = linalg::vectorize(rewriter, tileOp, {}, {}, false, false,
                                       false, /*createNamedContraction=*/true);
