@@ -56,6 +56,7 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
     tiling.registerColumns = 32;
   }
   pm.addPass(createCpuTileAndVectorize(tiling));
+  pm.addPass(createApproximateMath());
   if (failed(parsePassPipeline(kBufferize, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
   pm.addPass(createOutlineKernels());

@@ -88,6 +88,18 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect"];
 }
 
+def ApproximateMath : Pass<"drc-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Replace f32 math.exp by a polynomial that LLVM can vectorise";
+  let description = [{
+    libm's expf is a scalar call, so a softmax or SiLU loop that calls it
+    stays scalar. MLIR's polynomial approximation (range reduction and a
+    degree-5 polynomial, about 1 ulp) is plain arithmetic that the loop
+    vectoriser turns into 8-wide code.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each loop nest of a bufferized entry point into its own function";
   let description = [{
