@@ -261,15 +261,24 @@ Value transposed(KernelBuilder &k, Value x) {
 }
 
 Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
-  // Transposed operands are materialised (O(mk) or O(kn) against the O(mkn)
-  // product) so that every product is a plain row-major linalg.matmul, the
-  // form the CPU schedule tiles into an outer-product register kernel.
-  Value lhs = op.getTransposeLhs() ? transposed(k, op.getLhs()) : op.getLhs();
+  // A transposed left operand is read in place through the indexing maps: the
+  // CPU register tile then loads a contiguous row of it per k step. A
+  // transposed right operand is materialised (O(kn) against the O(mkn)
+  // product); the CPU schedule packs B into panels from that copy's source.
   Value rhs = op.getTransposeRhs() ? transposed(k, op.getRhs()) : op.getRhs();
   auto type = cast<RankedTensorType>(op.getType());
+  SmallVector<NamedAttribute> attributes;
+  if (op.getTransposeLhs()) {
+    SmallVector<AffineMap> maps =
+        linalg::MatmulOp::getDefaultIndexingMaps(k.b.getContext());
+    maps[0] = k.map(3, {2, 0});
+    attributes.push_back(k.b.getNamedAttr(
+        "indexing_maps", k.b.getAffineMapArrayAttr(maps)));
+  }
   return linalg::MatmulOp::create(k.b, k.loc, TypeRange{type},
-                                  ValueRange{lhs, rhs},
-                                  ValueRange{k.filled(type.getShape(), 0.0)})
+                                  ValueRange{op.getLhs(), rhs},
+                                  ValueRange{k.filled(type.getShape(), 0.0)},
+                                  attributes)
       .getResult(0);
 }
 
