@@ -1,5 +1,6 @@
 //===- CpuJit.cpp - JIT of memref-only functions for the host ------------===//
 #include "codegen/CpuJit.h"
+#include "codegen/ObjectCache.h"
 #include "codegen/ScratchPool.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -7,10 +8,19 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "llvm/Support/DynamicLibrary.h"
+#include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ExecutionEngine/JITEventListener.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/SmallVectorMemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::drc;
@@ -33,6 +43,60 @@ FailureOr<EntryShapes> mlir::drc::recordEntryShapes(ModuleOp module) {
   return shapes;
 }
 
+/// Name of the packed entry of `name`: void(void **descriptors).
+static std::string packedName(StringRef name) {
+  return ("drc_packed_" + name).str();
+}
+
+/// Adds, for each entry point, `drc_packed_<name>(ptr *descriptors)` calling
+/// its C interface `_mlir_ciface_<name>(ptr, ptr, ...)` with the descriptor
+/// pointers of the array, so that any entry can be called through one C type.
+static LogicalResult addPackedEntries(llvm::Module &module,
+                                      const EntryShapes &shapes,
+                                      ModuleOp where) {
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  for (const auto &entry : shapes) {
+    llvm::Function *target =
+        module.getFunction(("_mlir_ciface_" + entry.getKey()).str());
+    if (!target || target->arg_size() != entry.getValue().size() ||
+        llvm::any_of(target->args(),
+                     [&](llvm::Argument &a) { return a.getType() != ptr; }))
+      return where.emitError() << "drc: entry point " << entry.getKey()
+                               << " has no C interface taking one memref "
+                                  "descriptor pointer per argument";
+    auto *packed = llvm::Function::Create(
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false),
+        llvm::GlobalValue::ExternalLinkage, packedName(entry.getKey()),
+        module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
+    SmallVector<llvm::Value *> args;
+    for (unsigned i = 0; i < target->arg_size(); ++i)
+      args.push_back(
+          b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, packed->getArg(0), i)));
+    b.CreateCall(target, args);
+    b.CreateRetVoid();
+  }
+  return success();
+}
+
+/// O3 for `machine`, then its code generator, to an object in memory.
+static llvm::Error compileObject(llvm::Module &module,
+                                 llvm::TargetMachine &machine,
+                                 SmallVectorImpl<char> &object) {
+  if (llvm::Error error = makeOptimizingTransformer(/*optLevel=*/3,
+                                                    /*sizeLevel=*/0,
+                                                    &machine)(&module))
+    return error;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  codegen.run(module);
+  return llvm::Error::success();
+}
+
 FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
                                                   EntryShapes shapes) {
   static bool initialised = [] {
@@ -41,9 +105,6 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
     return true;
   }();
   (void)initialised;
-  registerBuiltinDialectTranslation(*llvmModule.getContext());
-  registerLLVMDialectTranslation(*llvmModule.getContext());
-  registerOpenMPDialectTranslation(*llvmModule.getContext());
   // Parallel kernels call the OpenMP runtime; make its symbols resolvable.
   std::string error;
   if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(DRC_LIBOMP_PATH,
@@ -63,45 +124,107 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   if (!machine)
     return llvmModule.emitError() << "drc: no LLVM target for this CPU: "
                                   << llvm::toString(machine.takeError());
-  // The transformer is a function_ref: keep the callable alive here.
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
-                                machine->get());
-  ExecutionEngineOptions options;
-  options.transformer = optimize;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  options.enableObjectDump = getenv("DRC_DUMP_OBJECT") != nullptr;
-  // `perf record -k 1` + `perf inject --jit` then names the kernels.
-  options.enablePerfNotificationListener = getenv("DRC_PERF") != nullptr;
-  auto engine =
-      ExecutionEngine::create(llvmModule, options, std::move(*machine));
-  if (!engine) {
-    std::string message = llvm::toString(engine.takeError());
-    return llvmModule.emitError() << "drc: JIT compilation failed: " << message;
-  }
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    auto bind = [&](const char *name, auto *function) {
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
-                                 llvm::JITSymbolFlags::Exported};
-    };
-    bind("_mlir_memref_to_llvm_alloc", &scratchAlloc);
-    bind("_mlir_memref_to_llvm_aligned_alloc", &scratchAlignedAlloc);
-    bind("_mlir_memref_to_llvm_free", &scratchFree);
-    return symbols;
-  });
-  // Materialise every entry point now: ORC compiles lazily, and the first
-  // call would otherwise pay for code generation.
+
+  registerBuiltinDialectTranslation(*llvmModule.getContext());
+  registerLLVMDialectTranslation(*llvmModule.getContext());
+  registerOpenMPDialectTranslation(*llvmModule.getContext());
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(llvmModule, llvmContext);
+  if (!module)
+    return llvmModule.emitError() << "drc: translation to LLVM IR failed";
+  module->setTargetTriple((*machine)->getTargetTriple());
+  module->setDataLayout((*machine)->createDataLayout());
+  if (failed(addPackedEntries(*module, shapes, llvmModule)))
+    return failure();
+  // An entry point is one basic block of thousands of kernel calls, buffer
+  // allocations and descriptor updates; LLVM's instruction schedulers are
+  // quadratic in block size and spent most of a minute on it. It runs once
+  // per step, so it is compiled without optimisation; the kernels are not.
   for (const auto &entry : shapes)
-    if (auto fn = (*engine)->lookup(("_mlir_ciface_" + entry.getKey()).str());
-        !fn) {
-      std::string message = llvm::toString(fn.takeError());
-      return llvmModule.emitError() << "drc: JIT lookup failed: " << message;
+    if (llvm::Function *fn = module->getFunction(entry.getKey())) {
+      fn->addFnAttr(llvm::Attribute::OptimizeNone);
+      fn->addFnAttr(llvm::Attribute::NoInline);
     }
-  if (const char *dump = getenv("DRC_DUMP_OBJECT"))
-    (*engine)->dumpToObjectFile(dump);
-  return std::unique_ptr<CpuJit>(
-      new CpuJit(std::move(*engine), std::move(shapes)));
+
+  ObjectCache cache(*module, **machine);
+  std::unique_ptr<llvm::MemoryBuffer> object = cache.load();
+  bool fromCache = object != nullptr;
+  if (!object) {
+    SmallVector<char, 0> code;
+    if (llvm::Error e = compileObject(*module, **machine, code))
+      return llvmModule.emitError()
+             << "drc: LLVM compilation failed: " << llvm::toString(std::move(e));
+    cache.store(code);
+    object = std::make_unique<llvm::SmallVectorMemoryBuffer>(
+        std::move(code), "drc-program.o", /*RequiresNullTerminator=*/false);
+  }
+  if (const char *dump = getenv("DRC_DUMP_OBJECT")) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(dump, ec);
+    if (!ec)
+      out << object->getBuffer();
+  }
+
+  // Link the object into this process. `perf record -k 1` + `perf inject
+  // --jit` name the kernels when DRC_PERF is set.
+  bool perf = getenv("DRC_PERF") != nullptr;
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(*builder)
+          .setObjectLinkingLayerCreator([perf](llvm::orc::ExecutionSession &es)
+                                            -> llvm::Expected<std::unique_ptr<
+                                                llvm::orc::ObjectLayer>> {
+            auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                es, [](const llvm::MemoryBuffer &) {
+                  return std::make_unique<llvm::SectionMemoryManager>();
+                });
+            if (perf)
+              if (auto *listener =
+                      llvm::JITEventListener::createPerfJITEventListener())
+                layer->registerJITEventListener(*listener);
+            return layer;
+          })
+          .create();
+  if (!jit)
+    return llvmModule.emitError() << "drc: cannot create the JIT: "
+                                  << llvm::toString(jit.takeError());
+  llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return llvmModule.emitError() << "drc: " << llvm::toString(process.takeError());
+  lib.addGenerator(std::move(*process));
+  // Temporaries come from the scratch pool (ScratchPool.h).
+  llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(),
+                                      (*jit)->getDataLayout());
+  llvm::orc::SymbolMap pool;
+  auto bind = [&](const char *name, auto *function) {
+    pool[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                          llvm::JITSymbolFlags::Exported};
+  };
+  bind("_mlir_memref_to_llvm_alloc", &scratchAlloc);
+  bind("_mlir_memref_to_llvm_aligned_alloc", &scratchAlignedAlloc);
+  bind("_mlir_memref_to_llvm_free", &scratchFree);
+  if (llvm::Error e = lib.define(llvm::orc::absoluteSymbols(std::move(pool))))
+    return llvmModule.emitError() << "drc: " << llvm::toString(std::move(e));
+  if (llvm::Error e = (*jit)->addObjectFile(std::move(object)))
+    return llvmModule.emitError()
+           << "drc: cannot load the program's object code: "
+           << llvm::toString(std::move(e));
+
+  // Resolve every entry point now: linking happens on first lookup.
+  llvm::StringMap<Packed> entries;
+  for (const auto &entry : shapes) {
+    auto address = (*jit)->lookup(packedName(entry.getKey()));
+    if (!address)
+      return llvmModule.emitError() << "drc: JIT lookup failed: "
+                                    << llvm::toString(address.takeError());
+    entries[entry.getKey()] = address->toPtr<Packed>();
+  }
+  return std::unique_ptr<CpuJit>(new CpuJit(
+      std::move(*jit), std::move(shapes), std::move(entries), fromCache));
 }
 
 LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {
@@ -109,10 +232,10 @@ LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {
   if (it == shapes.end() || it->second.size() != data.size())
     return failure();
   // One descriptor per memref: {allocated, aligned, offset, sizes, strides}.
-  std::vector<std::vector<int64_t>> descriptors;
-  std::vector<void *> descriptorPointers;
+  SmallVector<SmallVector<int64_t, 8>> descriptors;
+  SmallVector<void *> pointers;
   for (auto [shape, ptr] : llvm::zip(it->second, data)) {
-    std::vector<int64_t> d(3 + 2 * shape.size());
+    SmallVector<int64_t, 8> d(3 + 2 * shape.size());
     d[0] = d[1] = reinterpret_cast<int64_t>(ptr);
     d[2] = 0;
     int64_t stride = 1;
@@ -124,15 +247,7 @@ LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {
     descriptors.push_back(std::move(d));
   }
   for (auto &d : descriptors)
-    descriptorPointers.push_back(d.data());
-  SmallVector<void *> args;
-  for (void *&p : descriptorPointers)
-    args.push_back(&p);
-  llvm::Error error =
-      engine->invokePacked(("_mlir_ciface_" + name).str(), args);
-  if (error) {
-    llvm::consumeError(std::move(error));
-    return failure();
-  }
+    pointers.push_back(d.data());
+  entries.lookup(name)(pointers.data());
   return success();
 }

@@ -1,18 +1,23 @@
 //===- CpuJit.h - JIT of memref-only functions for the host ----*- C++ -*-===//
 //
-// Compiles an LLVM-dialect module with LLVM at O3 for the host CPU and calls
-// its functions. Every function drc generates takes statically shaped
-// memrefs only (drc-bind-buffers), so a call passes one data pointer per
-// argument and the descriptors are built here from the recorded shapes.
+// Compiles an LLVM-dialect module with LLVM at O3 for the host CPU, links the
+// object into the process with ORC and calls its functions. Every function
+// drc generates takes statically shaped memrefs only (drc-bind-buffers), so a
+// call passes one data pointer per argument and the descriptors are built
+// here from the recorded shapes.
+//
+// Objects are cached on disk (ObjectCache.h): a program compiled before, by
+// any drc tool on this machine, loads in a fraction of a second instead of
+// LLVM's minute.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_CODEGEN_CPUJIT_H
 #define DRC_CODEGEN_CPUJIT_H
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 
 namespace mlir::drc {
 
@@ -25,19 +30,27 @@ FailureOr<EntryShapes> recordEntryShapes(ModuleOp module);
 
 class CpuJit {
 public:
-  /// JIT-compiles an LLVM-dialect module; errors go to the diagnostic
-  /// handler of its context.
+  /// JIT-compiles an LLVM-dialect module (or loads its cached object); errors
+  /// go to the diagnostic handler of its context.
   static FailureOr<std::unique_ptr<CpuJit>> create(ModuleOp llvmModule,
                                                    EntryShapes shapes);
 
   /// Calls function `name` with one data pointer per memref argument.
   LogicalResult call(StringRef name, ArrayRef<void *> data);
 
+  /// Whether the object code came from the cache.
+  bool cached() const { return fromCache; }
+
 private:
-  CpuJit(std::unique_ptr<ExecutionEngine> engine, EntryShapes shapes)
-      : engine(std::move(engine)), shapes(std::move(shapes)) {}
-  std::unique_ptr<ExecutionEngine> engine;
+  using Packed = void (*)(void **);
+  CpuJit(std::unique_ptr<llvm::orc::LLJIT> jit, EntryShapes shapes,
+         llvm::StringMap<Packed> entries, bool fromCache)
+      : jit(std::move(jit)), shapes(std::move(shapes)),
+        entries(std::move(entries)), fromCache(fromCache) {}
+  std::unique_ptr<llvm::orc::LLJIT> jit;
   EntryShapes shapes;
+  llvm::StringMap<Packed> entries;
+  bool fromCache;
 };
 
 } // namespace mlir::drc

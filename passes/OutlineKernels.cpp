@@ -17,11 +17,25 @@ bool isKernel(Operation *op) {
   return isa<scf::ForallOp, scf::ForOp, scf::ParallelOp, linalg::LinalgOp>(op);
 }
 
+/// The text of `kernel` under a fixed name: equal for kernels that do the
+/// same work on the same shapes (values from outside are its arguments).
+std::string kernelBody(func::FuncOp kernel) {
+  std::string name = kernel.getSymName().str(), text;
+  kernel.setSymName("kernel");
+  llvm::raw_string_ostream os(text);
+  kernel->print(os, OpPrintingFlags().useLocalScope());
+  kernel.setSymName(name);
+  return text;
+}
+
 struct OutlineKernelsPass
     : mlir::drc::impl::OutlineKernelsBase<OutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
+    // The first kernel of each body; later identical ones (the same nest in
+    // every layer, and in both loss and train_step) call it instead.
+    llvm::StringMap<func::FuncOp> kernelsByBody;
     for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (fn.isPrivate() || fn.isExternal())
         continue;
@@ -52,6 +66,12 @@ struct OutlineKernelsPass
         // The wrapper now holds only the call; put the call in its place.
         call->moveBefore(wrapper);
         rewriter.eraseOp(wrapper);
+        auto [first, inserted] =
+            kernelsByBody.try_emplace(kernelBody(*kernel), *kernel);
+        if (!inserted) {
+          call.setCallee(first->second.getSymName());
+          rewriter.eraseOp(*kernel);
+        }
       }
     }
   }

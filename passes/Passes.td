@@ -107,8 +107,9 @@ def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
     function becomes a private, non-inlined function called in its place.
     LLVM's optimiser is superlinear in function size; a train step of
     hundreds of kernels in one function takes minutes to compile, as
-    kernels it takes seconds. Kernels are also the unit a device backend
-    launches.
+    kernels it takes seconds. Identical kernels (the same nest on the same
+    shapes, as in every layer and in both loss and train_step) are outlined
+    once. Kernels are also the unit a device backend launches.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }

@@ -10,6 +10,8 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.drc_obj_root
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# Compiled objects are cached inside the build tree, not in the user's home.
+config.environment["DRC_CACHE_DIR"] = os.path.join(config.drc_obj_root, "object-cache")
 config.substitutions.append(("%drc_src", config.drc_source_dir))
 
 llvm_config.use_default_substitutions()

@@ -47,14 +47,16 @@ int trainMain(int argc, char **argv) {
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
 
   drc::HostCompiler compiler;
-  std::fprintf(stderr, "drc-train: compiling %s for this CPU (about a minute)\n",
+  std::fprintf(stderr, "drc-train: compiling %s for this CPU\n",
                spec.path.c_str());
   auto compileBegan = std::chrono::steady_clock::now();
   auto model = compiler.compile(spec);
-  std::fprintf(stderr, "drc-train: compiled %s in %.1f s\n", spec.path.c_str(),
+  std::fprintf(stderr, "drc-train: compiled %s in %.1f s%s\n",
+               spec.path.c_str(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                              compileBegan)
-                   .count());
+                   .count(),
+               model->jit().cached() ? " (object code from the cache)" : "");
   std::fprintf(stderr,
                "drc-train: %s: %lld parameters, %zu domains, %lld steps of "
                "%lld tokens\n",
