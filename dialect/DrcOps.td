@@ -145,6 +145,56 @@ def Drc_CrossEntropyOp : Drc_DiffOp<"cross_entropy"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Token-local sets (residual topologies)
+//
+// A residual state is a per-token set of kappa rows of width w, stored as
+// tensor<N x kappa x w>: token-major, so each token's set is contiguous and a
+// fused kernel reads it once per token tile.
+//===----------------------------------------------------------------------===//
+
+def Drc_MixOp : Drc_DiffOp<"mix"> {
+  let summary = "mixes the rows of each token's set: y[t, j] = sum_i c[i, j] x[t, i]";
+  let description = [{
+    `input` is a set tensor<N x k_in x w>; `coef` is tensor<k_in x k_out>, the
+    same for every token (a static or learned mixing matrix), or
+    tensor<N x k_in x k_out>, one per token (dynamic coefficients). The
+    result is tensor<N x k_out x w>: row j is sum_i coef[i, j] * row i, i.e.
+    C^T X in ARCHITECTURES.md's notation. With `transpose_coef` the
+    coefficients are read as [k_out, k_in] (y[t, j] = sum_i c[j, i] x[t, i]).
+
+    ```mlir
+    // HC's write: H <- [A_r ; beta^T]^T [H ; f]
+    %h = drc.mix %rows by %c : (tensor<8x5x16xf32>, tensor<8x5x4xf32>) -> tensor<8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$coef,
+                       UnitAttr:$transpose_coef);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $coef attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether every token has its own coefficients.
+    bool isPerToken() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getCoef().getType()).getRank() == 3;
+    }
+  }];
+}
+
+def Drc_ViewOp : Drc_DiffOp<"view"> {
+  let summary = "reinterprets each token's values with another shape";
+  let description = [{
+    Keeps the leading token dimension and the row-major order of each
+    token's elements: a hidden state tensor<N x d> is the one-row set
+    tensor<N x 1 x d>, and VWN's m segments tensor<N x m x d/m> are the
+    width-d vector tensor<N x d>.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Kernel level
 //===----------------------------------------------------------------------===//
 
@@ -191,6 +241,19 @@ def Drc_SiluMulOp : Drc_DiffOp<"silu_mul", [SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 // Adjoints (emitted by gradient rules; not differentiable themselves)
 //===----------------------------------------------------------------------===//
+
+def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {
+  let summary = "coefficient adjoint of mix";
+  let description = [{
+    dc[i, j] = sum_w x[t, i, w] dy[t, j, w], per token for per-token
+    coefficients, summed over tokens for shared ones; [j, i] with
+    `transpose_coef`.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$result_grad,
+                       UnitAttr:$transpose_coef);
+  let results = (outs Drc_FloatTensor:$coef_grad);
+  let assemblyFormat = "$input `,` $result_grad attr-dict `:` functional-type(operands, results)";
+}
 
 def Drc_RMSNormGradOp : Drc_Op<"rms_norm_grad", [Pure]> {
   let summary = "input adjoint of rms_norm";

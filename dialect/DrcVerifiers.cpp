@@ -252,3 +252,59 @@ LogicalResult CausalAttentionOp::verify() {
                      {tokens, static_cast<int64_t>(getNHead())},
                      "one log-sum-exp per token and head");
 }
+
+LogicalResult MixOp::verify() {
+  Type element = ranked(getInput()).getElementType();
+  if (failed(expectTensor(*this, getInput(), "input set", 3, element)))
+    return failure();
+  RankedTensorType input = ranked(getInput()), coef = ranked(getCoef());
+  int64_t tokens = input.getDimSize(0), kIn = input.getDimSize(1),
+          width = input.getDimSize(2);
+  if (!coef.hasStaticShape() || (coef.getRank() != 2 && coef.getRank() != 3))
+    return emitOpError() << "coefficients must be static, [k_in, k_out] "
+                            "shared by all tokens or [tokens, k_in, k_out] "
+                            "per token, found "
+                         << getCoef().getType();
+  if (coef.getElementType() != element)
+    return emitOpError() << "coefficients have element type "
+                         << coef.getElementType() << " but the set holds "
+                         << element;
+  if (coef.getRank() == 3 && coef.getDimSize(0) != tokens)
+    return emitOpError() << "per-token coefficients " << getCoef().getType()
+                         << " are for " << coef.getDimSize(0)
+                         << " tokens but the set has " << tokens;
+  ArrayRef<int64_t> matrix = coef.getShape().take_back(2);
+  int64_t rows = getTransposeCoef() ? matrix[1] : matrix[0];
+  int64_t kOut = getTransposeCoef() ? matrix[0] : matrix[1];
+  if (rows != kIn)
+    return emitOpError() << "coefficients " << getCoef().getType() << " mix "
+                         << rows << " rows but the input set has " << kIn
+                         << (getTransposeCoef() ? " (transpose_coef reads "
+                                                  "them as [k_out, k_in])"
+                                                : "");
+  return expectShape(*this, getResult(), "result", {tokens, kOut, width},
+                     "mixing to " + std::to_string(kOut) + " rows");
+}
+
+LogicalResult ViewOp::verify() {
+  RankedTensorType input = ranked(getInput()), result = ranked(getResult());
+  if (!input.hasStaticShape() || !result.hasStaticShape() ||
+      input.getRank() < 2 || result.getRank() < 2)
+    return emitOpError() << "views static tensors of rank >= 2 (tokens "
+                            "first), found "
+                         << getInput().getType() << " -> "
+                         << getResult().getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "cannot change the element type";
+  if (input.getDimSize(0) != result.getDimSize(0))
+    return emitOpError() << "keeps the token dimension: input has "
+                         << input.getDimSize(0) << " tokens, result "
+                         << result.getDimSize(0);
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError() << "each token has " << input.getNumElements() /
+                                                     input.getDimSize(0)
+                         << " values in " << shapeString(input) << " but "
+                         << result.getNumElements() / result.getDimSize(0)
+                         << " in " << shapeString(result);
+  return success();
+}

@@ -102,3 +102,23 @@ LogicalResult SiluMulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   operandGrads.assign({grad.getGateGrad(), grad.getUpGrad()});
   return success();
 }
+
+LogicalResult MixOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  // dX = C dY (the mix by the transposed coefficients); dC from x and dY.
+  Value dy = resultGrads[0];
+  auto dx = MixOp::create(b, getLoc(), getInput().getType(), dy, getCoef(),
+                          UnitAttr());
+  dx.setTransposeCoef(!getTransposeCoef());
+  auto dc = MixCoefGradOp::create(b, getLoc(), getCoef().getType(),
+                                  getInput(), dy, getTransposeCoefAttr());
+  operandGrads.assign({dx, dc});
+  return success();
+}
+
+LogicalResult ViewOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ViewOp::create(b, getLoc(), getInput().getType(), resultGrads[0]));
+  return success();
+}

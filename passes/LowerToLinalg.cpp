@@ -327,6 +327,67 @@ SmallVector<Value> lowerSiluMulGrad(KernelBuilder &k, SiluMulGradOp op) {
 }
 
 //===----------------------------------------------------------------------===//
+// Token-local sets
+//===----------------------------------------------------------------------===//
+
+/// Loops (t, j, w, i) over the result [t, j, w] and the reduced input row i.
+Value lowerMix(KernelBuilder &k, MixOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  // Coefficient indices in loop dims: i = 3, j = 1.
+  SmallVector<unsigned> c = op.getTransposeCoef() ? SmallVector<unsigned>{1, 3}
+                                                  : SmallVector<unsigned>{3, 1};
+  if (op.isPerToken())
+    c.insert(c.begin(), 0);
+  return k.generic1({op.getInput(), op.getCoef()}, k.filled(type.getShape(), 0.0),
+                    {k.map(4, {0, 3, 2}), k.map(4, c), k.map(4, {0, 1, 2})},
+                    {kPar, kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                    });
+}
+
+/// Per token: loops (t, i, j, w), w reduced. Shared: loops (i, j, t, w),
+/// t and w reduced, the parallel loops outermost.
+Value lowerMixCoefGrad(KernelBuilder &k, MixCoefGradOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  bool tr = op.getTransposeCoef();
+  auto body = [&](Scalar &s, ValueRange a) {
+    k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+  };
+  Value init = k.filled(type.getShape(), 0.0);
+  if (type.getRank() == 3)
+    return k.generic1({op.getInput(), op.getResultGrad()}, init,
+                      {k.map(4, {0, 1, 3}), k.map(4, {0, 2, 3}),
+                       tr ? k.map(4, {0, 2, 1}) : k.map(4, {0, 1, 2})},
+                      {kPar, kPar, kPar, kRed}, body);
+  return k.generic1({op.getInput(), op.getResultGrad()}, init,
+                    {k.map(4, {2, 0, 3}), k.map(4, {2, 1, 3}),
+                     tr ? k.map(4, {1, 0}) : k.map(4, {0, 1})},
+                    {kPar, kPar, kRed, kRed}, body);
+}
+
+/// Collapses all of a token's values into one dimension, then expands them
+/// to the result's shape.
+Value lowerView(KernelBuilder &k, ViewOp op) {
+  auto from = cast<RankedTensorType>(op.getInput().getType());
+  auto to = cast<RankedTensorType>(op.getType());
+  auto flat = [](int64_t rank) {
+    ReassociationIndices rest;
+    for (int64_t i = 1; i < rank; ++i)
+      rest.push_back(i);
+    return SmallVector<ReassociationIndices>{{0}, rest};
+  };
+  int64_t tokens = from.getDimSize(0);
+  Value x = op.getInput();
+  if (from.getRank() > 2)
+    x = tensor::CollapseShapeOp::create(
+        k.b, k.loc, k.tensor({tokens, from.getNumElements() / tokens}), x,
+        flat(from.getRank()));
+  if (to.getRank() > 2)
+    x = tensor::ExpandShapeOp::create(k.b, k.loc, to, x, flat(to.getRank()));
+  return x;
+}
+
+//===----------------------------------------------------------------------===//
 // Embedding and loss
 //===----------------------------------------------------------------------===//
 
@@ -681,6 +742,9 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
           [&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })
       .Case([&](MatmulOp o) { results = {lowerMatmul(k, o)}; })
       .Case([&](AddOp o) { results = {lowerAdd(k, o)}; })
+      .Case([&](MixOp o) { results = {lowerMix(k, o)}; })
+      .Case([&](MixCoefGradOp o) { results = {lowerMixCoefGrad(k, o)}; })
+      .Case([&](ViewOp o) { results = {lowerView(k, o)}; })
       .Case([&](SiluMulOp o) { results = {lowerSiluMul(k, o)}; })
       .Case([&](SiluMulGradOp o) { results = lowerSiluMulGrad(k, o); })
       .Case([&](EmbedOp o) { results = {lowerEmbed(k, o)}; })

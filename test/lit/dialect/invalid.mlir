@@ -117,3 +117,51 @@ func.func @f(%e: tensor<16x8xf32>, %t: tensor<6xi32>) {
   %0 = drc.embed %e[%t] : (tensor<16x8xf32>, tensor<6xi32>) -> tensor<6x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>, %c: tensor<4x2xf32>) {
+  // expected-error @+1 {{coefficients 'tensor<4x2xf32>' mix 4 rows but the input set has 3}}
+  %0 = drc.mix %x by %c : (tensor<8x3x16xf32>, tensor<4x2xf32>) -> tensor<8x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>, %c: tensor<3x2xf32>) {
+  // expected-error @+1 {{coefficients 'tensor<3x2xf32>' mix 2 rows but the input set has 3 (transpose_coef reads them as [k_out, k_in])}}
+  %0 = drc.mix %x by %c {transpose_coef} : (tensor<8x3x16xf32>, tensor<3x2xf32>) -> tensor<8x3x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>, %c: tensor<4x3x2xf32>) {
+  // expected-error @+1 {{per-token coefficients 'tensor<4x3x2xf32>' are for 4 tokens but the set has 8}}
+  %0 = drc.mix %x by %c : (tensor<8x3x16xf32>, tensor<4x3x2xf32>) -> tensor<8x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>, %c: tensor<3x2xf32>) {
+  // expected-error @+1 {{result has shape [8, 3, 16] but mixing to 2 rows requires [8, 2, 16]}}
+  %0 = drc.mix %x by %c : (tensor<8x3x16xf32>, tensor<3x2xf32>) -> tensor<8x3x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x2x16xf32>) {
+  // expected-error @+1 {{each token has 32 values in [8, 2, 16] but 30 in [8, 30]}}
+  %0 = drc.view %x : (tensor<8x2x16xf32>) -> tensor<8x30xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x2x16xf32>) {
+  // expected-error @+1 {{keeps the token dimension: input has 8 tokens, result 16}}
+  %0 = drc.view %x : (tensor<8x2x16xf32>) -> tensor<16x16xf32>
+  return
+}

@@ -56,3 +56,16 @@ func.func @kernels(%x: tensor<6x8xf64>, %w: tensor<8x8xf64>, %t: tensor<6xi32>, 
   %7 = drc.cross_entropy_grad %0, %t grad %s : (tensor<6x8xf64>, tensor<6xi32>, tensor<f64>) -> tensor<6x8xf64>
   return
 }
+
+// CHECK-LABEL: func.func @sets
+func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>) {
+  // CHECK: drc.view %{{.*}} : (tensor<6x8xf32>) -> tensor<6x2x4xf32>
+  %x = drc.view %h : (tensor<6x8xf32>) -> tensor<6x2x4xf32>
+  // CHECK: drc.mix %{{.*}} by %{{.*}} : (tensor<6x2x4xf32>, tensor<6x2x3xf32>) -> tensor<6x3x4xf32>
+  %y = drc.mix %x by %c : (tensor<6x2x4xf32>, tensor<6x2x3xf32>) -> tensor<6x3x4xf32>
+  // CHECK: drc.mix %{{.*}} by %{{.*}} {transpose_coef} : (tensor<6x3x4xf32>, tensor<2x3xf32>) -> tensor<6x2x4xf32>
+  %z = drc.mix %y by %s {transpose_coef} : (tensor<6x3x4xf32>, tensor<2x3xf32>) -> tensor<6x2x4xf32>
+  // CHECK: drc.mix_coef_grad %{{.*}}, %{{.*}} {transpose_coef} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<2x3xf32>
+  %g = drc.mix_coef_grad %y, %z {transpose_coef} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<2x3xf32>
+  return
+}

@@ -121,6 +121,52 @@ TEST_CASE("matmul gradients match finite differences", "[gradient]") {
   }
 }
 
+TEST_CASE("mix and view gradients match finite differences", "[gradient]") {
+  // A set of 3 rows of width 5 per token mixed to 2 rows, viewed as 10
+  // classes; coefficients shared or per token, read either way round.
+  CompilerContext ctx;
+  struct Case {
+    const char *attrs, *coef;
+  } cases[] = {{"", "3x2"},
+               {"{transpose_coef}", "2x3"},
+               {"", "6x3x2"},
+               {"{transpose_coef}", "6x2x3"}};
+  for (const Case &c : cases) {
+    DYNAMIC_SECTION("mix " << c.coef << " " << c.attrs) {
+      F64Program p = compileOp(
+          ctx, param("x", "6x3x5") + param("c", c.coef),
+          ref("x", "6x3x5") + ref("c", c.coef) + "  %m = drc.mix %x by %c " +
+              c.attrs + " : (tensor<6x3x5xf64>, tensor<" + c.coef +
+              "xf64>) -> tensor<6x2x5xf64>\n"
+              "  %y = drc.view %m : (tensor<6x2x5xf64>) -> tensor<6x10xf64>",
+          6, 10);
+      // The forward against a scalar C^T X and cross-entropy in double.
+      const double *x = &p.params[p.model->parameters().find("x")->offset];
+      const double *cf = &p.params[p.model->parameters().find("c")->offset];
+      bool perToken = std::string(c.coef).size() > 3;
+      bool transposed = std::string(c.attrs).size() > 0;
+      double expected = 0;
+      for (int t = 0; t < 6; ++t) {
+        double logits[10] = {}, top = -1e300, sum = 0;
+        for (int j = 0; j < 2; ++j)
+          for (int w = 0; w < 5; ++w)
+            for (int i = 0; i < 3; ++i) {
+              int at = transposed ? j * 3 + i : i * 2 + j;
+              logits[j * 5 + w] +=
+                  cf[(perToken ? t * 6 : 0) + at] * x[(t * 3 + i) * 5 + w];
+            }
+        for (double l : logits)
+          top = std::max(top, l);
+        for (double l : logits)
+          sum += std::exp(l - top);
+        expected += top + std::log(sum) - logits[p.targets[t]];
+      }
+      CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+      checkGradients(p);
+    }
+  }
+}
+
 TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
