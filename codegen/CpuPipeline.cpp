@@ -59,6 +59,7 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
   pm.addPass(createApproximateMath());
   if (failed(parsePassPipeline(kBufferize, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
+  pm.addPass(createCopiesToLinalg());
   pm.addPass(createOutlineKernels());
   if (failed(parsePassPipeline(kToLLVM, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");

@@ -180,6 +180,31 @@ def Drc_MixOp : Drc_DiffOp<"mix"> {
   }];
 }
 
+def Drc_AppendOp : Drc_DiffOp<"append"> {
+  let summary = "joins token sets row-wise: [a ; b ; ...] per token";
+  let description = [{
+    Each operand is a set tensor<N x k_i x w> of the same tokens and width;
+    the result holds their rows in operand order, tensor<N x sum k_i x w>
+    (an AttnRes bank growing by f_k, HC's [H ; f] before the write mix).
+  }];
+  let arguments = (ins Variadic<Drc_FloatTensor>:$inputs);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_RowsOp : Drc_DiffOp<"rows"> {
+  let summary = "keeps the rows [offset, offset + count) of each token's set";
+  let description = [{
+    `count` is the result's row count: tensor<N x k x w> ->
+    tensor<N x count x w> (HC's read row 0, VWN's first m rows).
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, I64Attr:$offset);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input `at` $offset attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Drc_ViewOp : Drc_DiffOp<"view"> {
   let summary = "reinterprets each token's values with another shape";
   let description = [{
@@ -241,6 +266,13 @@ def Drc_SiluMulOp : Drc_DiffOp<"silu_mul", [SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 // Adjoints (emitted by gradient rules; not differentiable themselves)
 //===----------------------------------------------------------------------===//
+
+def Drc_RowsGradOp : Drc_Op<"rows_grad", [Pure]> {
+  let summary = "input adjoint of rows: the rows' gradient at `offset`, zeros elsewhere";
+  let arguments = (ins Drc_FloatTensor:$result_grad, I64Attr:$offset);
+  let results = (outs Drc_FloatTensor:$input_grad);
+  let assemblyFormat = "$result_grad `at` $offset attr-dict `:` functional-type(operands, results)";
+}
 
 def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {
   let summary = "coefficient adjoint of mix";

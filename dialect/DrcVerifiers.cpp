@@ -308,3 +308,44 @@ LogicalResult ViewOp::verify() {
                          << " in " << shapeString(result);
   return success();
 }
+
+LogicalResult AppendOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one set to join";
+  RankedTensorType first = ranked(getInputs().front());
+  if (failed(expectTensor(*this, getInputs().front(), "set 0", 3)))
+    return failure();
+  int64_t rows = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    std::string what = "set " + std::to_string(i);
+    if (failed(expectTensor(*this, input, what, 3, first.getElementType())))
+      return failure();
+    RankedTensorType type = ranked(input);
+    if (type.getDimSize(0) != first.getDimSize(0) ||
+        type.getDimSize(2) != first.getDimSize(2))
+      return emitOpError() << what << " is " << input.getType()
+                           << " but set 0 has " << first.getDimSize(0)
+                           << " tokens of width " << first.getDimSize(2)
+                           << "; joined sets must agree on both";
+    rows += type.getDimSize(1);
+  }
+  return expectShape(*this, getResult(), "result",
+                     {first.getDimSize(0), rows, first.getDimSize(2)},
+                     "joining " + std::to_string(rows) + " rows");
+}
+
+LogicalResult RowsOp::verify() {
+  if (failed(expectTensor(*this, getInput(), "input set", 3)) ||
+      failed(expectTensor(*this, getResult(), "result", 3,
+                          ranked(getInput()).getElementType())))
+    return failure();
+  ArrayRef<int64_t> in = ranked(getInput()).getShape();
+  ArrayRef<int64_t> out = ranked(getResult()).getShape();
+  int64_t offset = getOffset(), count = out[1];
+  if (offset < 0 || count < 1 || offset + count > in[1])
+    return emitOpError() << "rows [" << offset << ", " << offset + count
+                         << ") are not within the input's " << in[1]
+                         << " rows";
+  return expectShape(*this, getResult(), "result", {in[0], count, in[2]},
+                     "keeping " + std::to_string(count) + " rows");
+}

@@ -122,3 +122,22 @@ LogicalResult ViewOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
       ViewOp::create(b, getLoc(), getInput().getType(), resultGrads[0]));
   return success();
 }
+
+LogicalResult AppendOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  int64_t offset = 0;
+  for (Value input : getInputs()) {
+    operandGrads.push_back(RowsOp::create(b, getLoc(), input.getType(),
+                                          resultGrads[0],
+                                          b.getI64IntegerAttr(offset)));
+    offset += cast<RankedTensorType>(input.getType()).getDimSize(1);
+  }
+  return success();
+}
+
+LogicalResult RowsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(RowsGradOp::create(b, getLoc(), getInput().getType(),
+                                            resultGrads[0], getOffsetAttr()));
+  return success();
+}

@@ -365,6 +365,47 @@ Value lowerMixCoefGrad(KernelBuilder &k, MixCoefGradOp op) {
                     {kPar, kPar, kRed, kRed}, body);
 }
 
+/// Static slice parameters of a set: rows [row, row + shape[1]) of all
+/// tokens, at unit strides.
+struct RowSlice {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  RowSlice(OpBuilder &b, int64_t row, ArrayRef<int64_t> shape)
+      : offsets(getAsIndexOpFoldResult(b.getContext(), {0, row, 0})),
+        sizes(getAsIndexOpFoldResult(b.getContext(), shape)),
+        strides(getAsIndexOpFoldResult(b.getContext(), {1, 1, 1})) {}
+};
+
+/// Each operand's rows inserted at their offset.
+Value lowerAppend(KernelBuilder &k, AppendOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  Value result = k.empty(type.getShape());
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(input.getType()).getShape();
+    RowSlice s(k.b, offset, shape);
+    result = tensor::InsertSliceOp::create(k.b, k.loc, input, result,
+                                           s.offsets, s.sizes, s.strides);
+    offset += shape[1];
+  }
+  return result;
+}
+
+Value lowerRows(KernelBuilder &k, RowsOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  RowSlice s(k.b, static_cast<int64_t>(op.getOffset()), type.getShape());
+  return tensor::ExtractSliceOp::create(k.b, k.loc, type, op.getInput(),
+                                        s.offsets, s.sizes, s.strides);
+}
+
+Value lowerRowsGrad(KernelBuilder &k, RowsGradOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  RowSlice s(k.b, static_cast<int64_t>(op.getOffset()),
+             cast<RankedTensorType>(op.getResultGrad().getType()).getShape());
+  return tensor::InsertSliceOp::create(k.b, k.loc, op.getResultGrad(),
+                                       k.filled(type.getShape(), 0.0),
+                                       s.offsets, s.sizes, s.strides);
+}
+
 /// Collapses all of a token's values into one dimension, then expands them
 /// to the result's shape.
 Value lowerView(KernelBuilder &k, ViewOp op) {
@@ -745,6 +786,9 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](MixOp o) { results = {lowerMix(k, o)}; })
       .Case([&](MixCoefGradOp o) { results = {lowerMixCoefGrad(k, o)}; })
       .Case([&](ViewOp o) { results = {lowerView(k, o)}; })
+      .Case([&](AppendOp o) { results = {lowerAppend(k, o)}; })
+      .Case([&](RowsOp o) { results = {lowerRows(k, o)}; })
+      .Case([&](RowsGradOp o) { results = {lowerRowsGrad(k, o)}; })
       .Case([&](SiluMulOp o) { results = {lowerSiluMul(k, o)}; })
       .Case([&](SiluMulGradOp o) { results = lowerSiluMulGrad(k, o); })
       .Case([&](EmbedOp o) { results = {lowerEmbed(k, o)}; })

@@ -100,6 +100,17 @@ def ApproximateMath : Pass<"drc-approximate-math", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def CopiesToLinalg : Pass<"drc-copies-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Turn memref.copy into linalg.copy, lowered to loops like any kernel";
+  let description = [{
+    Bufferization copies a row block of a set (drc.append, a rows gradient)
+    into a strided view with memref.copy, which the LLVM lowering turns into
+    a call to MLIR's C runner library (absent from a drc program). As
+    linalg.copy it becomes a loop nest that drc-outline-kernels outlines.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each loop nest of a bufferized entry point into its own function";
   let description = [{

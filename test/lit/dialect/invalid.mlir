@@ -165,3 +165,19 @@ func.func @f(%x: tensor<8x2x16xf32>) {
   %0 = drc.view %x : (tensor<8x2x16xf32>) -> tensor<16x16xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>, %y: tensor<8x1x8xf32>) {
+  // expected-error @+1 {{set 1 is 'tensor<8x1x8xf32>' but set 0 has 8 tokens of width 16; joined sets must agree on both}}
+  %0 = drc.append %x, %y : (tensor<8x3x16xf32>, tensor<8x1x8xf32>) -> tensor<8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>) {
+  // expected-error @+1 {{rows [2, 4) are not within the input's 3 rows}}
+  %0 = drc.rows %x at 2 : (tensor<8x3x16xf32>) -> tensor<8x2x16xf32>
+  return
+}

@@ -67,5 +67,11 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %z = drc.mix %y by %s {transpose_coef} : (tensor<6x3x4xf32>, tensor<2x3xf32>) -> tensor<6x2x4xf32>
   // CHECK: drc.mix_coef_grad %{{.*}}, %{{.*}} {transpose_coef} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<2x3xf32>
   %g = drc.mix_coef_grad %y, %z {transpose_coef} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<2x3xf32>
+  // CHECK: drc.append %{{.*}}, %{{.*}} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<6x5x4xf32>
+  %a = drc.append %y, %z : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.rows %{{.*}} at 1 : (tensor<6x5x4xf32>) -> tensor<6x3x4xf32>
+  %r = drc.rows %a at 1 : (tensor<6x5x4xf32>) -> tensor<6x3x4xf32>
+  // CHECK: drc.rows_grad %{{.*}} at 1 : (tensor<6x3x4xf32>) -> tensor<6x5x4xf32>
+  %d = drc.rows_grad %r at 1 : (tensor<6x3x4xf32>) -> tensor<6x5x4xf32>
   return
 }

@@ -167,6 +167,38 @@ TEST_CASE("mix and view gradients match finite differences", "[gradient]") {
   }
 }
 
+TEST_CASE("append and rows gradients match finite differences",
+          "[gradient]") {
+  // [x ; z] per token (2 + 1 rows of width 5), then rows [1, 3): x's second
+  // row and z, viewed as 10 classes.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx, param("x", "6x2x5") + param("z", "6x1x5"),
+      ref("x", "6x2x5") + ref("z", "6x1x5") +
+          "  %a = drc.append %x, %z : (tensor<6x2x5xf64>, tensor<6x1x5xf64>) "
+          "-> tensor<6x3x5xf64>\n"
+          "  %r = drc.rows %a at 1 : (tensor<6x3x5xf64>) -> tensor<6x2x5xf64>\n"
+          "  %y = drc.view %r : (tensor<6x2x5xf64>) -> tensor<6x10xf64>",
+      6, 10);
+  const double *x = &p.params[p.model->parameters().find("x")->offset];
+  const double *z = &p.params[p.model->parameters().find("z")->offset];
+  double expected = 0;
+  for (int t = 0; t < 6; ++t) {
+    double logits[10], top = -1e300, sum = 0;
+    for (int w = 0; w < 5; ++w) {
+      logits[w] = x[(t * 2 + 1) * 5 + w];
+      logits[5 + w] = z[t * 5 + w];
+    }
+    for (double l : logits)
+      top = std::max(top, l);
+    for (double l : logits)
+      sum += std::exp(l - top);
+    expected += top + std::log(sum) - logits[p.targets[t]];
+  }
+  CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+  checkGradients(p);
+}
+
 TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
