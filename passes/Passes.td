@@ -93,7 +93,8 @@ def ApproximateMath : Pass<"drc-approximate-math", "::mlir::ModuleOp"> {
   let description = [{
     libm's expf is a scalar call, so a softmax or SiLU loop that calls it
     stays scalar. MLIR's polynomial approximation (range reduction and a
-    degree-5 polynomial, about 1 ulp) is plain arithmetic that the loop
+    degree-5 polynomial; under 1 ulp, max relative error 8.3e-8 on normal
+    results, bench/exp-approximation.py) is plain arithmetic that the loop
     vectoriser turns into 8-wide code.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
