@@ -205,6 +205,20 @@ def Drc_RowsOp : Drc_DiffOp<"rows"> {
   let hasVerifier = 1;
 }
 
+def Drc_SquashOp : Drc_DiffOp<"squash", [SameOperandsAndResultType]> {
+  let summary = "bounded elementwise squash: y = scale * g(x / temperature)";
+  let description = [{
+    g is `tanh` or `sigmoid`: the squashes of dynamic residual coefficients
+    (HC's tanh, VWN's tanh(./sqrt(d_b)), mHC's sigmoid and 2*sigmoid).
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, StrAttr:$kind,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       DefaultValuedAttr<F64Attr, "1.0">:$temperature);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Drc_ViewOp : Drc_DiffOp<"view"> {
   let summary = "reinterprets each token's values with another shape";
   let description = [{
@@ -272,6 +286,14 @@ def Drc_RowsGradOp : Drc_Op<"rows_grad", [Pure]> {
   let arguments = (ins Drc_FloatTensor:$result_grad, I64Attr:$offset);
   let results = (outs Drc_FloatTensor:$input_grad);
   let assemblyFormat = "$result_grad `at` $offset attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_SquashGradOp : Drc_Op<"squash_grad", [Pure]> {
+  let summary = "input adjoint of squash";
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$result_grad,
+                       StrAttr:$kind, F64Attr:$scale, F64Attr:$temperature);
+  let results = (outs Drc_FloatTensor:$input_grad);
+  let assemblyFormat = "$kind $input `grad` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
 def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {

@@ -349,3 +349,13 @@ LogicalResult RowsOp::verify() {
   return expectShape(*this, getResult(), "result", {in[0], count, in[2]},
                      "keeping " + std::to_string(count) + " rows");
 }
+
+LogicalResult SquashOp::verify() {
+  if (getKind() != "tanh" && getKind() != "sigmoid")
+    return emitOpError() << "unknown squash '" << getKind()
+                         << "'; expected \"tanh\" or \"sigmoid\"";
+  if (!(getTemperature().convertToDouble() > 0))
+    return emitOpError() << "temperature must be positive, found "
+                         << getTemperature().convertToDouble();
+  return success();
+}

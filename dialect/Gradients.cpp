@@ -141,3 +141,11 @@ LogicalResult RowsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                             resultGrads[0], getOffsetAttr()));
   return success();
 }
+
+LogicalResult SquashOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SquashGradOp::create(
+      b, getLoc(), getType(), getInput(), resultGrads[0], getKindAttr(),
+      getScaleAttr(), getTemperatureAttr()));
+  return success();
+}

@@ -49,6 +49,10 @@ struct Scalar {
   Value log(Value x) { return math::LogOp::create(b, loc, x); }
   Value rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
   Value sigmoid(Value x) { return div(c(1.0), add(c(1.0), exp(neg(x)))); }
+  /// 1 - 2 / (exp(2x) + 1): saturates to +-1 without overflow trouble.
+  Value tanh(Value x) {
+    return sub(c(1.0), div(c(2.0), add(exp(add(x, x)), c(1.0))));
+  }
   Value select(Value cond, Value x, Value y) {
     return arith::SelectOp::create(b, loc, cond, x, y);
   }
@@ -374,6 +378,46 @@ struct RowSlice {
         sizes(getAsIndexOpFoldResult(b.getContext(), shape)),
         strides(getAsIndexOpFoldResult(b.getContext(), {1, 1, 1})) {}
 };
+
+/// g(x / temperature) and g' at the same point.
+std::pair<Value, Value> squashAt(Scalar &s, StringRef kind, Value x,
+                                 double temperature) {
+  Value z = s.mul(x, s.c(1.0 / temperature));
+  if (kind == "tanh") {
+    Value t = s.tanh(z);
+    return {t, s.sub(s.c(1.0), s.mul(t, t))};
+  }
+  Value g = s.sigmoid(z);
+  return {g, s.mul(g, s.sub(s.c(1.0), g))};
+}
+
+Value lowerSquash(KernelBuilder &k, SquashOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  double scale = op.getScale().convertToDouble();
+  double temperature = op.getTemperature().convertToDouble();
+  return k.generic1(op.getInput(), k.empty(type.getShape()),
+                    identityMaps(k, type.getRank(), 2),
+                    SmallVector<IteratorType>(type.getRank(), kPar),
+                    [&](Scalar &s, ValueRange a) {
+                      Value g = squashAt(s, op.getKind(), a[0], temperature).first;
+                      k.yield(s, s.mul(s.c(scale), g));
+                    });
+}
+
+Value lowerSquashGrad(KernelBuilder &k, SquashGradOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  double temperature = op.getTemperature().convertToDouble();
+  double factor = op.getScale().convertToDouble() / temperature;
+  return k.generic1({op.getInput(), op.getResultGrad()},
+                    k.empty(type.getShape()),
+                    identityMaps(k, type.getRank(), 3),
+                    SmallVector<IteratorType>(type.getRank(), kPar),
+                    [&](Scalar &s, ValueRange a) {
+                      Value dg =
+                          squashAt(s, op.getKind(), a[0], temperature).second;
+                      k.yield(s, s.mul(a[1], s.mul(s.c(factor), dg)));
+                    });
+}
 
 /// Each operand's rows inserted at their offset.
 Value lowerAppend(KernelBuilder &k, AppendOp op) {
@@ -787,6 +831,8 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](MixCoefGradOp o) { results = {lowerMixCoefGrad(k, o)}; })
       .Case([&](ViewOp o) { results = {lowerView(k, o)}; })
       .Case([&](AppendOp o) { results = {lowerAppend(k, o)}; })
+      .Case([&](SquashOp o) { results = {lowerSquash(k, o)}; })
+      .Case([&](SquashGradOp o) { results = {lowerSquashGrad(k, o)}; })
       .Case([&](RowsOp o) { results = {lowerRows(k, o)}; })
       .Case([&](RowsGradOp o) { results = {lowerRowsGrad(k, o)}; })
       .Case([&](SiluMulOp o) { results = {lowerSiluMul(k, o)}; })

@@ -181,3 +181,11 @@ func.func @f(%x: tensor<8x3x16xf32>) {
   %0 = drc.rows %x at 2 : (tensor<8x3x16xf32>) -> tensor<8x2x16xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{unknown squash 'relu'; expected "tanh" or "sigmoid"}}
+  %0 = drc.squash "relu" %x : tensor<8x4xf32>
+  return
+}

@@ -73,5 +73,9 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %r = drc.rows %a at 1 : (tensor<6x5x4xf32>) -> tensor<6x3x4xf32>
   // CHECK: drc.rows_grad %{{.*}} at 1 : (tensor<6x3x4xf32>) -> tensor<6x5x4xf32>
   %d = drc.rows_grad %r at 1 : (tensor<6x3x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.squash "tanh" %{{.*}} {temperature = 4.000000e+00 : f64} : tensor<6x5x4xf32>
+  %q = drc.squash "tanh" %d {temperature = 4.0 : f64} : tensor<6x5x4xf32>
+  // CHECK: drc.squash_grad "sigmoid" %{{.*}} grad %{{.*}}
+  %e = drc.squash_grad "sigmoid" %q grad %d {scale = 2.0 : f64, temperature = 1.0 : f64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
   return
 }

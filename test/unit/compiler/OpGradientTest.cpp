@@ -199,6 +199,48 @@ TEST_CASE("append and rows gradients match finite differences",
   checkGradients(p);
 }
 
+TEST_CASE("squash gradients match finite differences", "[gradient]") {
+  // Inputs ~N(0, 3) reach the saturated tails of both squashes.
+  CompilerContext ctx;
+  struct Case {
+    const char *kind;
+    double scale, temperature;
+  } cases[] = {{"tanh", 1.0, 1.0},
+               {"tanh", 0.5, 4.0},
+               {"sigmoid", 1.0, 1.0},
+               {"sigmoid", 2.0, 0.5}};
+  for (const Case &c : cases) {
+    DYNAMIC_SECTION(c.kind << " scale " << c.scale << " temperature "
+                           << c.temperature) {
+      F64Program p = compileOp(
+          ctx, param("x", "6x5"),
+          ref("x", "6x5") + "  %y = drc.squash \"" + c.kind + "\" %x {scale = " +
+              std::to_string(c.scale) + " : f64, temperature = " +
+              std::to_string(c.temperature) + " : f64} : tensor<6x5xf64>",
+          6, 5);
+      double *x = &p.params[p.model->parameters().find("x")->offset];
+      for (int i = 0; i < 30; ++i)
+        x[i] *= 3;
+      double expected = 0;
+      for (int t = 0; t < 6; ++t) {
+        double logits[5], top = -1e300, sum = 0;
+        for (int j = 0; j < 5; ++j) {
+          double z = x[t * 5 + j] / c.temperature;
+          logits[j] = c.scale * (std::string(c.kind) == "tanh"
+                                     ? std::tanh(z)
+                                     : 1 / (1 + std::exp(-z)));
+          top = std::max(top, logits[j]);
+        }
+        for (double l : logits)
+          sum += std::exp(l - top);
+        expected += top + std::log(sum) - logits[p.targets[t]];
+      }
+      CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+      checkGradients(p);
+    }
+  }
+}
+
 TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
