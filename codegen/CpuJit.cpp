@@ -67,8 +67,7 @@ static LogicalResult addPackedEntries(llvm::Module &module,
                                   "descriptor pointer per argument";
     auto *packed = llvm::Function::Create(
         llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false),
-        llvm::GlobalValue::ExternalLinkage, packedName(entry.getKey()),
-        module);
+        llvm::GlobalValue::ExternalLinkage, packedName(entry.getKey()), module);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
     SmallVector<llvm::Value *> args;
     for (unsigned i = 0; i < target->arg_size(); ++i)
@@ -84,9 +83,9 @@ static LogicalResult addPackedEntries(llvm::Module &module,
 static llvm::Error compileObject(llvm::Module &module,
                                  llvm::TargetMachine &machine,
                                  SmallVectorImpl<char> &object) {
-  if (llvm::Error error = makeOptimizingTransformer(/*optLevel=*/3,
-                                                    /*sizeLevel=*/0,
-                                                    &machine)(&module))
+  if (llvm::Error error =
+          makeOptimizingTransformer(/*optLevel=*/3,
+                                    /*sizeLevel=*/0, &machine)(&module))
     return error;
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegen;
@@ -153,8 +152,8 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   if (!object) {
     SmallVector<char, 0> code;
     if (llvm::Error e = compileObject(*module, **machine, code))
-      return llvmModule.emitError()
-             << "drc: LLVM compilation failed: " << llvm::toString(std::move(e));
+      return llvmModule.emitError() << "drc: LLVM compilation failed: "
+                                    << llvm::toString(std::move(e));
     cache.store(code);
     object = std::make_unique<llvm::SmallVectorMemoryBuffer>(
         std::move(code), "drc-program.o", /*RequiresNullTerminator=*/false);
@@ -172,29 +171,30 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   auto jit =
       llvm::orc::LLJITBuilder()
           .setJITTargetMachineBuilder(*builder)
-          .setObjectLinkingLayerCreator([perf](llvm::orc::ExecutionSession &es)
-                                            -> llvm::Expected<std::unique_ptr<
-                                                llvm::orc::ObjectLayer>> {
-            auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                es, [](const llvm::MemoryBuffer &) {
-                  return std::make_unique<llvm::SectionMemoryManager>();
-                });
-            if (perf)
-              if (auto *listener =
-                      llvm::JITEventListener::createPerfJITEventListener())
-                layer->registerJITEventListener(*listener);
-            return layer;
-          })
+          .setObjectLinkingLayerCreator(
+              [perf](llvm::orc::ExecutionSession &es)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                auto layer =
+                    std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                        es, [](const llvm::MemoryBuffer &) {
+                          return std::make_unique<llvm::SectionMemoryManager>();
+                        });
+                if (perf)
+                  if (auto *listener =
+                          llvm::JITEventListener::createPerfJITEventListener())
+                    layer->registerJITEventListener(*listener);
+                return layer;
+              })
           .create();
   if (!jit)
-    return llvmModule.emitError() << "drc: cannot create the JIT: "
-                                  << llvm::toString(jit.takeError());
+    return llvmModule.emitError()
+           << "drc: cannot create the JIT: " << llvm::toString(jit.takeError());
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
-  auto process =
-      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-          (*jit)->getDataLayout().getGlobalPrefix());
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
   if (!process)
-    return llvmModule.emitError() << "drc: " << llvm::toString(process.takeError());
+    return llvmModule.emitError()
+           << "drc: " << llvm::toString(process.takeError());
   lib.addGenerator(std::move(*process));
   // Temporaries come from the scratch pool (ScratchPool.h).
   llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(),
@@ -223,8 +223,8 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
                                     << llvm::toString(address.takeError());
     entries[entry.getKey()] = address->toPtr<Packed>();
   }
-  return std::unique_ptr<CpuJit>(new CpuJit(
-      std::move(*jit), std::move(shapes), std::move(entries), fromCache));
+  return std::unique_ptr<CpuJit>(new CpuJit(std::move(*jit), std::move(shapes),
+                                            std::move(entries), fromCache));
 }
 
 LogicalResult CpuJit::call(StringRef name, ArrayRef<void *> data) {

@@ -45,9 +45,8 @@ ObjectCache::ObjectCache(const llvm::Module &module,
   llvm::XXH128_hash_t hash = llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(key.data()), key.size()));
   llvm::SmallString<256> file(dir);
-  llvm::sys::path::append(file, llvm::formatv("{0:x-16}{1:x-16}.o", hash.high64,
-                                              hash.low64)
-                                    .str());
+  llvm::sys::path::append(
+      file, llvm::formatv("{0:x-16}{1:x-16}.o", hash.high64, hash.low64).str());
   path = std::string(file);
 }
 

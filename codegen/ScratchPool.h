@@ -1,4 +1,5 @@
-//===- ScratchPool.h - memory for a compiled program's temporaries -*- C++ -*-===//
+//===- ScratchPool.h - memory for a compiled program's temporaries -*- C++
+//-*-===//
 //
 // A train step allocates the same temporaries, with the same sizes, on every
 // call. Served by malloc, the large ones are fresh mmap'd or brk'd pages each

@@ -219,6 +219,33 @@ def Drc_SquashOp : Drc_DiffOp<"squash", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Drc_ScaleOp : Drc_DiffOp<"scale"> {
+  let summary = "y = factor * x * s, s broadcast over x's leading dimensions";
+  let description = [{
+    `s` (optional) has the shape of a suffix of x's: a scalar tensor<f32>,
+    one value per column, per row of a set, or x's whole shape. `factor` is
+    a compile-time constant (LNS's 1/sqrt(l), DeepNorm's c). Learned gains
+    and HC's s_A, VWN's S_A are the operand.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Optional<Drc_FloatTensor>:$scale,
+                       DefaultValuedAttr<F64Attr, "1.0">:$factor);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input (`by` $scale^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_ShiftOp : Drc_DiffOp<"shift"> {
+  let summary = "y = x + b, b broadcast over x's leading dimensions";
+  let description = [{
+    `b` has the shape of a suffix of x's, e.g. a static coefficient matrix
+    A0 [k_in, k_out] added to per-token coefficients [N, k_in, k_out].
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$shift);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $shift attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Drc_ViewOp : Drc_DiffOp<"view"> {
   let summary = "reinterprets each token's values with another shape";
   let description = [{
@@ -294,6 +321,17 @@ def Drc_SquashGradOp : Drc_Op<"squash_grad", [Pure]> {
                        StrAttr:$kind, F64Attr:$scale, F64Attr:$temperature);
   let results = (outs Drc_FloatTensor:$input_grad);
   let assemblyFormat = "$kind $input `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_SumLeadingOp : Drc_Op<"sum_leading", [Pure]> {
+  let summary = "sums over the leading dimensions down to the result's (suffix) shape";
+  let description = [{
+    The adjoint of a broadcast over leading dimensions (scale, shift).
+  }];
+  let arguments = (ins Drc_FloatTensor:$input);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {

@@ -301,8 +301,8 @@ LogicalResult ViewOp::verify() {
                          << input.getDimSize(0) << " tokens, result "
                          << result.getDimSize(0);
   if (input.getNumElements() != result.getNumElements())
-    return emitOpError() << "each token has " << input.getNumElements() /
-                                                     input.getDimSize(0)
+    return emitOpError() << "each token has "
+                         << input.getNumElements() / input.getDimSize(0)
                          << " values in " << shapeString(input) << " but "
                          << result.getNumElements() / result.getDimSize(0)
                          << " in " << shapeString(result);
@@ -344,8 +344,7 @@ LogicalResult RowsOp::verify() {
   int64_t offset = getOffset(), count = out[1];
   if (offset < 0 || count < 1 || offset + count > in[1])
     return emitOpError() << "rows [" << offset << ", " << offset + count
-                         << ") are not within the input's " << in[1]
-                         << " rows";
+                         << ") are not within the input's " << in[1] << " rows";
   return expectShape(*this, getResult(), "result", {in[0], count, in[2]},
                      "keeping " + std::to_string(count) + " rows");
 }
@@ -358,4 +357,45 @@ LogicalResult SquashOp::verify() {
     return emitOpError() << "temperature must be positive, found "
                          << getTemperature().convertToDouble();
   return success();
+}
+
+/// Checks that `operand` (a broadcast operand) has a suffix of `of`'s shape.
+static LogicalResult expectSuffix(Operation *op, Value operand, StringRef what,
+                                  Value of) {
+  RankedTensorType o = ranked(operand), x = ranked(of);
+  if (o.getElementType() != x.getElementType())
+    return op->emitOpError()
+           << what << " has element type " << o.getElementType()
+           << " but the input " << x.getElementType();
+  if (!o.hasStaticShape() || o.getRank() > x.getRank() ||
+      o.getShape() != x.getShape().take_back(o.getRank()))
+    return op->emitOpError()
+           << what << " " << operand.getType()
+           << " must have the shape of a suffix of the input's "
+           << shapeString(x)
+           << " (it is broadcast over the leading "
+              "dimensions)";
+  return success();
+}
+
+LogicalResult ScaleOp::verify() {
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type "
+                         << getInput().getType();
+  if (Value s = getScale())
+    return expectSuffix(*this, s, "scale", getInput());
+  return success();
+}
+
+LogicalResult ShiftOp::verify() {
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type "
+                         << getInput().getType();
+  return expectSuffix(*this, getShift(), "shift", getInput());
+}
+
+LogicalResult SumLeadingOp::verify() {
+  return expectSuffix(*this, getResult(), "result", getInput());
 }

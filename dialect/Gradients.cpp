@@ -110,8 +110,8 @@ LogicalResult MixOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   auto dx = MixOp::create(b, getLoc(), getInput().getType(), dy, getCoef(),
                           UnitAttr());
   dx.setTransposeCoef(!getTransposeCoef());
-  auto dc = MixCoefGradOp::create(b, getLoc(), getCoef().getType(),
-                                  getInput(), dy, getTransposeCoefAttr());
+  auto dc = MixCoefGradOp::create(b, getLoc(), getCoef().getType(), getInput(),
+                                  dy, getTransposeCoefAttr());
   operandGrads.assign({dx, dc});
   return success();
 }
@@ -147,5 +147,32 @@ LogicalResult SquashOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(SquashGradOp::create(
       b, getLoc(), getType(), getInput(), resultGrads[0], getKindAttr(),
       getScaleAttr(), getTemperatureAttr()));
+  return success();
+}
+
+/// `grad` summed down to the shape of `like` (the identity if equal).
+static Value sumLeadingTo(OpBuilder &b, Location loc, Value grad, Value like) {
+  if (grad.getType() == like.getType())
+    return grad;
+  return SumLeadingOp::create(b, loc, like.getType(), grad);
+}
+
+LogicalResult ScaleOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      ScaleOp::create(b, getLoc(), getType(), dy, getScale(), getFactorAttr()));
+  if (Value s = getScale()) {
+    Value product = ScaleOp::create(b, getLoc(), getType(), dy, getInput(),
+                                    getFactorAttr());
+    operandGrads.push_back(sumLeadingTo(b, getLoc(), product, s));
+  }
+  return success();
+}
+
+LogicalResult ShiftOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(
+      {resultGrads[0], sumLeadingTo(b, getLoc(), resultGrads[0], getShift())});
   return success();
 }

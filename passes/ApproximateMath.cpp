@@ -1,4 +1,5 @@
-//===- ApproximateMath.cpp - Vectorisable f32 exp --------------------------===//
+//===- ApproximateMath.cpp - Vectorisable f32 exp
+//--------------------------===//
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -17,8 +18,9 @@ struct ApproximateMathPass
     : mlir::drc::impl::ApproximateMathBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef op) { return op == math::ExpOp::getOperationName(); });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef op) {
+      return op == math::ExpOp::getOperationName();
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

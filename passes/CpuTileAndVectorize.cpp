@@ -103,7 +103,8 @@ Value packColumnPanels(RewriterBase &rewriter, Location loc, Value b,
 /// Offsets of `slice` in the value its chain of unit-stride extract_slices
 /// starts from, and that value.
 std::pair<Value, SmallVector<OpFoldResult>>
-sliceOrigin(RewriterBase &rewriter, Location loc, tensor::ExtractSliceOp slice) {
+sliceOrigin(RewriterBase &rewriter, Location loc,
+            tensor::ExtractSliceOp slice) {
   SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
   Value source = slice.getSource();
   AffineExpr d0, d1;
@@ -185,7 +186,8 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     AffineExpr j = getAffineDimExpr(0, rewriter.getContext());
     OpFoldResult panel = affine::makeComposedFoldedAffineApply(
         rewriter, tileOp->getLoc(), j.floorDiv(rn), {offsets[1]});
-    OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+    OpFoldResult zero = rewriter.getIndexAttr(0),
+                 one = rewriter.getIndexAttr(1);
     auto row = tensor::ExtractSliceOp::create(
         rewriter, tileOp->getLoc(),
         RankedTensorType::get({1, rn}, slice.getType().getElementType()),

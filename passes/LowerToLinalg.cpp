@@ -276,22 +276,25 @@ Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
     SmallVector<AffineMap> maps =
         linalg::MatmulOp::getDefaultIndexingMaps(k.b.getContext());
     maps[0] = k.map(3, {2, 0});
-    attributes.push_back(k.b.getNamedAttr(
-        "indexing_maps", k.b.getAffineMapArrayAttr(maps)));
+    attributes.push_back(
+        k.b.getNamedAttr("indexing_maps", k.b.getAffineMapArrayAttr(maps)));
   }
-  return linalg::MatmulOp::create(k.b, k.loc, TypeRange{type},
-                                  ValueRange{op.getLhs(), rhs},
-                                  ValueRange{k.filled(type.getShape(), 0.0)},
-                                  attributes)
+  return linalg::MatmulOp::create(
+             k.b, k.loc, TypeRange{type}, ValueRange{op.getLhs(), rhs},
+             ValueRange{k.filled(type.getShape(), 0.0)}, attributes)
       .getResult(0);
+}
+
+SmallVector<unsigned> identityDims(unsigned rank) {
+  SmallVector<unsigned> dims;
+  for (unsigned i = 0; i < rank; ++i)
+    dims.push_back(i);
+  return dims;
 }
 
 SmallVector<AffineMap> identityMaps(KernelBuilder &k, unsigned rank,
                                     unsigned count) {
-  SmallVector<unsigned> dims;
-  for (unsigned i = 0; i < rank; ++i)
-    dims.push_back(i);
-  return SmallVector<AffineMap>(count, k.map(rank, dims));
+  return SmallVector<AffineMap>(count, k.map(rank, identityDims(rank)));
 }
 
 Value lowerAdd(KernelBuilder &k, AddOp op) {
@@ -342,7 +345,8 @@ Value lowerMix(KernelBuilder &k, MixOp op) {
                                                   : SmallVector<unsigned>{3, 1};
   if (op.isPerToken())
     c.insert(c.begin(), 0);
-  return k.generic1({op.getInput(), op.getCoef()}, k.filled(type.getShape(), 0.0),
+  return k.generic1({op.getInput(), op.getCoef()},
+                    k.filled(type.getShape(), 0.0),
                     {k.map(4, {0, 3, 2}), k.map(4, c), k.map(4, {0, 1, 2})},
                     {kPar, kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
                       k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
@@ -379,6 +383,66 @@ struct RowSlice {
         strides(getAsIndexOpFoldResult(b.getContext(), {1, 1, 1})) {}
 };
 
+/// The map from x's loops to the operand that is broadcast over x's
+/// leading dimensions (its shape a suffix of x's).
+AffineMap suffixMap(KernelBuilder &k, Value x, Value operand) {
+  unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+  unsigned suffix = cast<RankedTensorType>(operand.getType()).getRank();
+  SmallVector<unsigned> dims;
+  for (unsigned d = rank - suffix; d < rank; ++d)
+    dims.push_back(d);
+  return k.map(rank, dims);
+}
+
+Value lowerScale(KernelBuilder &k, ScaleOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  double factor = op.getFactor().convertToDouble();
+  SmallVector<Value> inputs = {op.getInput()};
+  SmallVector<AffineMap> maps = identityMaps(k, type.getRank(), 1);
+  if (Value s = op.getScale()) {
+    inputs.push_back(s);
+    maps.push_back(suffixMap(k, op.getInput(), s));
+  }
+  maps.push_back(maps.front());
+  return k.generic1(inputs, k.empty(type.getShape()), maps,
+                    SmallVector<IteratorType>(type.getRank(), kPar),
+                    [&](Scalar &s, ValueRange a) {
+                      Value y = s.mul(a[0], s.c(factor));
+                      k.yield(s, inputs.size() == 2 ? s.mul(y, a[1]) : y);
+                    });
+}
+
+Value lowerShift(KernelBuilder &k, ShiftOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  AffineMap all = identityMaps(k, type.getRank(), 1).front();
+  return k.generic1(
+      {op.getInput(), op.getShift()}, k.empty(type.getShape()),
+      {all, suffixMap(k, op.getInput(), op.getShift()), all},
+      SmallVector<IteratorType>(type.getRank(), kPar),
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], a[1])); });
+}
+
+/// Loops: the kept (trailing) dimensions outermost and parallel, then the
+/// summed leading ones.
+Value lowerSumLeading(KernelBuilder &k, SumLeadingOp op) {
+  auto in = cast<RankedTensorType>(op.getInput().getType());
+  auto out = cast<RankedTensorType>(op.getType());
+  unsigned rank = in.getRank(), kept = out.getRank(), summed = rank - kept;
+  SmallVector<unsigned> inDims, outDims;
+  for (unsigned d = 0; d < summed; ++d)
+    inDims.push_back(kept + d);
+  for (unsigned d = 0; d < kept; ++d) {
+    inDims.push_back(d);
+    outDims.push_back(d);
+  }
+  SmallVector<IteratorType> its(kept, kPar);
+  its.append(summed, kRed);
+  return k.generic1(
+      op.getInput(), k.filled(out.getShape(), 0.0),
+      {k.map(rank, inDims), k.map(rank, outDims)}, its,
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[1], a[0])); });
+}
+
 /// g(x / temperature) and g' at the same point.
 std::pair<Value, Value> squashAt(Scalar &s, StringRef kind, Value x,
                                  double temperature) {
@@ -399,7 +463,8 @@ Value lowerSquash(KernelBuilder &k, SquashOp op) {
                     identityMaps(k, type.getRank(), 2),
                     SmallVector<IteratorType>(type.getRank(), kPar),
                     [&](Scalar &s, ValueRange a) {
-                      Value g = squashAt(s, op.getKind(), a[0], temperature).first;
+                      Value g =
+                          squashAt(s, op.getKind(), a[0], temperature).first;
                       k.yield(s, s.mul(s.c(scale), g));
                     });
 }
@@ -408,15 +473,14 @@ Value lowerSquashGrad(KernelBuilder &k, SquashGradOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   double temperature = op.getTemperature().convertToDouble();
   double factor = op.getScale().convertToDouble() / temperature;
-  return k.generic1({op.getInput(), op.getResultGrad()},
-                    k.empty(type.getShape()),
-                    identityMaps(k, type.getRank(), 3),
-                    SmallVector<IteratorType>(type.getRank(), kPar),
-                    [&](Scalar &s, ValueRange a) {
-                      Value dg =
-                          squashAt(s, op.getKind(), a[0], temperature).second;
-                      k.yield(s, s.mul(a[1], s.mul(s.c(factor), dg)));
-                    });
+  return k.generic1(
+      {op.getInput(), op.getResultGrad()}, k.empty(type.getShape()),
+      identityMaps(k, type.getRank(), 3),
+      SmallVector<IteratorType>(type.getRank(), kPar),
+      [&](Scalar &s, ValueRange a) {
+        Value dg = squashAt(s, op.getKind(), a[0], temperature).second;
+        k.yield(s, s.mul(a[1], s.mul(s.c(factor), dg)));
+      });
 }
 
 /// Each operand's rows inserted at their offset.
@@ -425,10 +489,11 @@ Value lowerAppend(KernelBuilder &k, AppendOp op) {
   Value result = k.empty(type.getShape());
   int64_t offset = 0;
   for (Value input : op.getInputs()) {
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(input.getType()).getShape();
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(input.getType()).getShape();
     RowSlice s(k.b, offset, shape);
-    result = tensor::InsertSliceOp::create(k.b, k.loc, input, result,
-                                           s.offsets, s.sizes, s.strides);
+    result = tensor::InsertSliceOp::create(k.b, k.loc, input, result, s.offsets,
+                                           s.sizes, s.strides);
     offset += shape[1];
   }
   return result;
@@ -832,6 +897,9 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](ViewOp o) { results = {lowerView(k, o)}; })
       .Case([&](AppendOp o) { results = {lowerAppend(k, o)}; })
       .Case([&](SquashOp o) { results = {lowerSquash(k, o)}; })
+      .Case([&](ScaleOp o) { results = {lowerScale(k, o)}; })
+      .Case([&](ShiftOp o) { results = {lowerShift(k, o)}; })
+      .Case([&](SumLeadingOp o) { results = {lowerSumLeading(k, o)}; })
       .Case([&](SquashGradOp o) { results = {lowerSquashGrad(k, o)}; })
       .Case([&](RowsOp o) { results = {lowerRows(k, o)}; })
       .Case([&](RowsGradOp o) { results = {lowerRowsGrad(k, o)}; })

@@ -189,3 +189,11 @@ func.func @f(%x: tensor<8x4xf32>) {
   %0 = drc.squash "relu" %x : tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>, %s: tensor<3x8xf32>) {
+  // expected-error @+1 {{scale 'tensor<3x8xf32>' must have the shape of a suffix of the input's [8, 3, 16] (it is broadcast over the leading dimensions)}}
+  %0 = drc.scale %x by %s : (tensor<8x3x16xf32>, tensor<3x8xf32>) -> tensor<8x3x16xf32>
+  return
+}

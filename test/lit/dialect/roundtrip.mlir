@@ -77,5 +77,13 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %q = drc.squash "tanh" %d {temperature = 4.0 : f64} : tensor<6x5x4xf32>
   // CHECK: drc.squash_grad "sigmoid" %{{.*}} grad %{{.*}}
   %e = drc.squash_grad "sigmoid" %q grad %d {scale = 2.0 : f64, temperature = 1.0 : f64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.scale %{{.*}} {factor = 5.000000e-01 : f64} : (tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
+  %f = drc.scale %e {factor = 0.5 : f64} : (tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.sum_leading %{{.*}} : (tensor<6x5x4xf32>) -> tensor<5x4xf32>
+  %l = drc.sum_leading %f : (tensor<6x5x4xf32>) -> tensor<5x4xf32>
+  // CHECK: drc.scale %{{.*}} by %{{.*}} : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
+  %g2 = drc.scale %f by %l : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.shift %{{.*}} by %{{.*}} : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
+  %h2 = drc.shift %g2 by %l : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
   return
 }

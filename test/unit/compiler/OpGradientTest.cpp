@@ -167,8 +167,7 @@ TEST_CASE("mix and view gradients match finite differences", "[gradient]") {
   }
 }
 
-TEST_CASE("append and rows gradients match finite differences",
-          "[gradient]") {
+TEST_CASE("append and rows gradients match finite differences", "[gradient]") {
   // [x ; z] per token (2 + 1 rows of width 5), then rows [1, 3): x's second
   // row and z, viewed as 10 classes.
   CompilerContext ctx;
@@ -214,9 +213,10 @@ TEST_CASE("squash gradients match finite differences", "[gradient]") {
                            << c.temperature) {
       F64Program p = compileOp(
           ctx, param("x", "6x5"),
-          ref("x", "6x5") + "  %y = drc.squash \"" + c.kind + "\" %x {scale = " +
-              std::to_string(c.scale) + " : f64, temperature = " +
-              std::to_string(c.temperature) + " : f64} : tensor<6x5xf64>",
+          ref("x", "6x5") + "  %y = drc.squash \"" + c.kind +
+              "\" %x {scale = " + std::to_string(c.scale) +
+              " : f64, temperature = " + std::to_string(c.temperature) +
+              " : f64} : tensor<6x5xf64>",
           6, 5);
       double *x = &p.params[p.model->parameters().find("x")->offset];
       for (int i = 0; i < 30; ++i)
@@ -229,6 +229,64 @@ TEST_CASE("squash gradients match finite differences", "[gradient]") {
           logits[j] = c.scale * (std::string(c.kind) == "tanh"
                                      ? std::tanh(z)
                                      : 1 / (1 + std::exp(-z)));
+          top = std::max(top, logits[j]);
+        }
+        for (double l : logits)
+          sum += std::exp(l - top);
+        expected += top + std::log(sum) - logits[p.targets[t]];
+      }
+      CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+      checkGradients(p);
+    }
+  }
+}
+
+TEST_CASE("scale and shift gradients match finite differences", "[gradient]") {
+  // x [6, 2, 5] scaled by s and shifted by b, each broadcast from a suffix
+  // shape (or none), then viewed as 10 classes.
+  CompilerContext ctx;
+  struct Case {
+    const char *s, *b;
+  } cases[] = {{"", "5"}, {"5", "2x5"}, {"2x5", "6x2x5"}, {"6x2x5", "5"}};
+  for (const Case &c : cases) {
+    DYNAMIC_SECTION("scale [" << c.s << "] shift [" << c.b << "]") {
+      std::string s = c.s, b = c.b;
+      auto type = [](const std::string &shape) {
+        return "tensor<" + (shape.empty() ? "" : shape + "x") + "f64>";
+      };
+      std::string params = param("x", "6x2x5") + param("b", b);
+      std::string body = ref("x", "6x2x5") + ref("b", b);
+      if (!s.empty()) {
+        params += param("s", s);
+        body += ref("s", s);
+      }
+      body += std::string("  %sx = drc.scale %x ") +
+              (s.empty() ? "" : "by %s ") +
+              "{factor = 0.5 : f64} : (tensor<6x2x5xf64>" +
+              (s.empty() ? "" : ", " + type(s)) +
+              ") -> tensor<6x2x5xf64>\n"
+              "  %z = drc.shift %sx by %b : (tensor<6x2x5xf64>, " +
+              type(b) +
+              ") -> tensor<6x2x5xf64>\n"
+              "  %y = drc.view %z : (tensor<6x2x5xf64>) -> tensor<6x10xf64>";
+      F64Program p = compileOp(ctx, params, body, 6, 10);
+      const drc::ParameterTable &table = p.model->parameters();
+      const double *x = &p.params[table.find("x")->offset];
+      const double *bv = &p.params[table.find("b")->offset];
+      const double *sv =
+          s.empty() ? nullptr : &p.params[table.find("s")->offset];
+      auto at = [](const double *v, int64_t size, int i) {
+        return v[i % size]; // a suffix shape broadcasts by index modulo
+      };
+      int64_t sSize = s.empty() ? 1 : table.find("s")->numElements();
+      int64_t bSize = table.find("b")->numElements();
+      double expected = 0;
+      for (int t = 0; t < 6; ++t) {
+        double logits[10], top = -1e300, sum = 0;
+        for (int j = 0; j < 10; ++j) {
+          int i = t * 10 + j;
+          logits[j] =
+              0.5 * x[i] * (sv ? at(sv, sSize, i) : 1.0) + at(bv, bSize, i);
           top = std::max(top, logits[j]);
         }
         for (double l : logits)
