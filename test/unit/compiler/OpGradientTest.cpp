@@ -11,6 +11,8 @@
 
 #include "passes/Passes.h"
 
+#include <functional>
+
 using namespace drc::test;
 
 namespace {
@@ -58,6 +60,25 @@ std::string param(const std::string &name, const std::string &shape) {
 std::string ref(const std::string &name, const std::string &shape) {
   return "  %" + name + " = drc.param_ref @" + name + " : tensor<" + shape +
          "xf64>\n";
+}
+
+/// The mean cross-entropy, in double, of the logits logit(t, j) of `classes`
+/// classes against the program's targets: the scalar reference an op's
+/// compiled forward is checked against.
+double referenceLoss(const F64Program &p, int classes,
+                     const std::function<double(int, int)> &logit) {
+  double total = 0;
+  int tokens = static_cast<int>(p.targets.size());
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<double> logits(classes);
+    double top = -1e300, sum = 0;
+    for (int j = 0; j < classes; ++j)
+      top = std::max(top, logits[j] = logit(t, j));
+    for (double l : logits)
+      sum += std::exp(l - top);
+    total += top + std::log(sum) - logits[p.targets[t]];
+  }
+  return total / tokens;
 }
 
 } // namespace
@@ -145,23 +166,16 @@ TEST_CASE("mix and view gradients match finite differences", "[gradient]") {
       const double *cf = &p.params[p.model->parameters().find("c")->offset];
       bool perToken = std::string(c.coef).size() > 3;
       bool transposed = std::string(c.attrs).size() > 0;
-      double expected = 0;
-      for (int t = 0; t < 6; ++t) {
-        double logits[10] = {}, top = -1e300, sum = 0;
-        for (int j = 0; j < 2; ++j)
-          for (int w = 0; w < 5; ++w)
-            for (int i = 0; i < 3; ++i) {
-              int at = transposed ? j * 3 + i : i * 2 + j;
-              logits[j * 5 + w] +=
-                  cf[(perToken ? t * 6 : 0) + at] * x[(t * 3 + i) * 5 + w];
-            }
-        for (double l : logits)
-          top = std::max(top, l);
-        for (double l : logits)
-          sum += std::exp(l - top);
-        expected += top + std::log(sum) - logits[p.targets[t]];
-      }
-      CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+      double expected = referenceLoss(p, 10, [&](int t, int l) {
+        int j = l / 5, w = l % 5;
+        double y = 0;
+        for (int i = 0; i < 3; ++i) {
+          int at = transposed ? j * 3 + i : i * 2 + j;
+          y += cf[(perToken ? t * 6 : 0) + at] * x[(t * 3 + i) * 5 + w];
+        }
+        return y;
+      });
+      CHECK(p.loss() == Approx(expected).epsilon(1e-12));
       checkGradients(p);
     }
   }
@@ -181,20 +195,10 @@ TEST_CASE("append and rows gradients match finite differences", "[gradient]") {
       6, 10);
   const double *x = &p.params[p.model->parameters().find("x")->offset];
   const double *z = &p.params[p.model->parameters().find("z")->offset];
-  double expected = 0;
-  for (int t = 0; t < 6; ++t) {
-    double logits[10], top = -1e300, sum = 0;
-    for (int w = 0; w < 5; ++w) {
-      logits[w] = x[(t * 2 + 1) * 5 + w];
-      logits[5 + w] = z[t * 5 + w];
-    }
-    for (double l : logits)
-      top = std::max(top, l);
-    for (double l : logits)
-      sum += std::exp(l - top);
-    expected += top + std::log(sum) - logits[p.targets[t]];
-  }
-  CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+  double expected = referenceLoss(p, 10, [&](int t, int l) {
+    return l < 5 ? x[(t * 2 + 1) * 5 + l] : z[t * 5 + l - 5];
+  });
+  CHECK(p.loss() == Approx(expected).epsilon(1e-12));
   checkGradients(p);
 }
 
@@ -221,21 +225,13 @@ TEST_CASE("squash gradients match finite differences", "[gradient]") {
       double *x = &p.params[p.model->parameters().find("x")->offset];
       for (int i = 0; i < 30; ++i)
         x[i] *= 3;
-      double expected = 0;
-      for (int t = 0; t < 6; ++t) {
-        double logits[5], top = -1e300, sum = 0;
-        for (int j = 0; j < 5; ++j) {
-          double z = x[t * 5 + j] / c.temperature;
-          logits[j] = c.scale * (std::string(c.kind) == "tanh"
-                                     ? std::tanh(z)
-                                     : 1 / (1 + std::exp(-z)));
-          top = std::max(top, logits[j]);
-        }
-        for (double l : logits)
-          sum += std::exp(l - top);
-        expected += top + std::log(sum) - logits[p.targets[t]];
-      }
-      CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+      double expected = referenceLoss(p, 5, [&](int t, int j) {
+        double z = x[t * 5 + j] / c.temperature;
+        return c.scale * (std::string(c.kind) == "tanh"
+                              ? std::tanh(z)
+                              : 1 / (1 + std::exp(-z)));
+      });
+      CHECK(p.loss() == Approx(expected).epsilon(1e-12));
       checkGradients(p);
     }
   }
@@ -280,20 +276,11 @@ TEST_CASE("scale and shift gradients match finite differences", "[gradient]") {
       };
       int64_t sSize = s.empty() ? 1 : table.find("s")->numElements();
       int64_t bSize = table.find("b")->numElements();
-      double expected = 0;
-      for (int t = 0; t < 6; ++t) {
-        double logits[10], top = -1e300, sum = 0;
-        for (int j = 0; j < 10; ++j) {
-          int i = t * 10 + j;
-          logits[j] =
-              0.5 * x[i] * (sv ? at(sv, sSize, i) : 1.0) + at(bv, bSize, i);
-          top = std::max(top, logits[j]);
-        }
-        for (double l : logits)
-          sum += std::exp(l - top);
-        expected += top + std::log(sum) - logits[p.targets[t]];
-      }
-      CHECK(p.loss() == Approx(expected / 6).epsilon(1e-12));
+      double expected = referenceLoss(p, 10, [&](int t, int j) {
+        int i = t * 10 + j;
+        return 0.5 * x[i] * (sv ? at(sv, sSize, i) : 1.0) + at(bv, bSize, i);
+      });
+      CHECK(p.loss() == Approx(expected).epsilon(1e-12));
       checkGradients(p);
     }
   }
