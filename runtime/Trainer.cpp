@@ -13,7 +13,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <malloc.h>
 #include <vector>
 
 namespace drc {
@@ -57,12 +56,6 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   if (ec)
     throw InputError("cannot create the run directory " +
                      options.runDir.string() + ": " + ec.message());
-
-  // A compiled step allocates its activations afresh; keep large blocks in
-  // the heap so that every step after the first reuses them instead of
-  // mapping and zero-filling new pages.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   int64_t size = table.numElements();
   std::vector<float> params(size, 0.0f), grads(size, 0.0f), adamM(size, 0.0f),
