@@ -246,6 +246,19 @@ def Drc_ShiftOp : Drc_DiffOp<"shift"> {
   let hasVerifier = 1;
 }
 
+def Drc_SoftmaxOp : Drc_DiffOp<"softmax", [SameOperandsAndResultType]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    Along `axis` of a static tensor: over the rows of each token's set
+    (axis 1 of tensor<N x k x c>, AttnRes's weights over the bank), or over
+    a coefficient row.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Drc_ViewOp : Drc_DiffOp<"view"> {
   let summary = "reinterprets each token's values with another shape";
   let description = [{
@@ -332,6 +345,14 @@ def Drc_SumLeadingOp : Drc_Op<"sum_leading", [Pure]> {
   let results = (outs Drc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+}
+
+def Drc_SoftmaxGradOp : Drc_Op<"softmax_grad", [Pure]> {
+  let summary = "input adjoint of softmax from its result: y (dy - sum(y dy))";
+  let arguments = (ins Drc_FloatTensor:$result, Drc_FloatTensor:$result_grad,
+                       I64Attr:$axis);
+  let results = (outs Drc_FloatTensor:$input_grad);
+  let assemblyFormat = "$result `grad` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
 def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {

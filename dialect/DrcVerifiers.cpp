@@ -399,3 +399,13 @@ LogicalResult ShiftOp::verify() {
 LogicalResult SumLeadingOp::verify() {
   return expectSuffix(*this, getResult(), "result", getInput());
 }
+
+LogicalResult SoftmaxOp::verify() {
+  RankedTensorType type = ranked(getInput());
+  if (!type.hasStaticShape())
+    return emitOpError() << "input must have a static shape, found " << type;
+  if (getAxis() < 0 || getAxis() >= type.getRank())
+    return emitOpError() << "axis " << getAxis() << " is not a dimension of "
+                         << type;
+  return success();
+}

@@ -176,3 +176,10 @@ LogicalResult ShiftOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
       {resultGrads[0], sumLeadingTo(b, getLoc(), resultGrads[0], getShift())});
   return success();
 }
+
+LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SoftmaxGradOp::create(
+      b, getLoc(), getType(), getResult(), resultGrads[0], getAxisAttr()));
+  return success();
+}

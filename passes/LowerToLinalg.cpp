@@ -12,6 +12,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 #include <cmath>
 
 namespace mlir::drc {
@@ -441,6 +443,69 @@ Value lowerSumLeading(KernelBuilder &k, SumLeadingOp op) {
       op.getInput(), k.filled(out.getShape(), 0.0),
       {k.map(rank, inDims), k.map(rank, outDims)}, its,
       [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[1], a[0])); });
+}
+
+/// Loops over a tensor with `axis` innermost (the reduced loop), and the
+/// maps from them to the tensor and to the tensor without `axis`.
+struct AxisLoops {
+  SmallVector<AffineMap> full, reduced;
+  SmallVector<IteratorType> iterators;
+  SmallVector<int64_t> reducedShape;
+  AxisLoops(KernelBuilder &k, RankedTensorType type, int64_t axis) {
+    unsigned rank = type.getRank();
+    SmallVector<unsigned> toFull(rank), toReduced;
+    for (unsigned d = 0, loop = 0; d < rank; ++d) {
+      if (static_cast<int64_t>(d) == axis)
+        continue;
+      toFull[d] = loop;
+      toReduced.push_back(loop++);
+      reducedShape.push_back(type.getDimSize(d));
+    }
+    toFull[axis] = rank - 1;
+    full = {k.map(rank, toFull)};
+    reduced = {k.map(rank, toReduced)};
+    iterators.assign(rank - 1, kPar);
+    iterators.push_back(kRed);
+  }
+};
+
+/// Max, then sum of exp(x - max) along the axis, then the quotient.
+Value lowerSoftmax(KernelBuilder &k, SoftmaxOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  AxisLoops l(k, type, op.getAxis());
+  Value x = op.getInput();
+  Value top = k.generic1(
+      x, k.filled(l.reducedShape, -std::numeric_limits<double>::infinity()),
+      {l.full[0], l.reduced[0]}, l.iterators,
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.max(a[1], a[0])); });
+  Value sum = k.generic1({x, top}, k.filled(l.reducedShape, 0.0),
+                         {l.full[0], l.reduced[0], l.reduced[0]}, l.iterators,
+                         [&](Scalar &s, ValueRange a) {
+                           k.yield(s, s.add(a[2], s.exp(s.sub(a[0], a[1]))));
+                         });
+  SmallVector<IteratorType> all(type.getRank(), kPar);
+  return k.generic1({x, top, sum}, k.empty(type.getShape()),
+                    {l.full[0], l.reduced[0], l.reduced[0], l.full[0]}, all,
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.div(s.exp(s.sub(a[0], a[1])), a[2]));
+                    });
+}
+
+Value lowerSoftmaxGrad(KernelBuilder &k, SoftmaxGradOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  AxisLoops l(k, type, op.getAxis());
+  Value y = op.getResult(), dy = op.getResultGrad();
+  Value dot = k.generic1({y, dy}, k.filled(l.reducedShape, 0.0),
+                         {l.full[0], l.full[0], l.reduced[0]}, l.iterators,
+                         [&](Scalar &s, ValueRange a) {
+                           k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                         });
+  SmallVector<IteratorType> all(type.getRank(), kPar);
+  return k.generic1({y, dy, dot}, k.empty(type.getShape()),
+                    {l.full[0], l.full[0], l.reduced[0], l.full[0]}, all,
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.mul(a[0], s.sub(a[1], a[2])));
+                    });
 }
 
 /// g(x / temperature) and g' at the same point.
@@ -898,6 +963,8 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](AppendOp o) { results = {lowerAppend(k, o)}; })
       .Case([&](SquashOp o) { results = {lowerSquash(k, o)}; })
       .Case([&](ScaleOp o) { results = {lowerScale(k, o)}; })
+      .Case([&](SoftmaxOp o) { results = {lowerSoftmax(k, o)}; })
+      .Case([&](SoftmaxGradOp o) { results = {lowerSoftmaxGrad(k, o)}; })
       .Case([&](ShiftOp o) { results = {lowerShift(k, o)}; })
       .Case([&](SumLeadingOp o) { results = {lowerSumLeading(k, o)}; })
       .Case([&](SquashGradOp o) { results = {lowerSquashGrad(k, o)}; })

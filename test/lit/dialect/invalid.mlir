@@ -197,3 +197,11 @@ func.func @f(%x: tensor<8x3x16xf32>, %s: tensor<3x8xf32>) {
   %0 = drc.scale %x by %s : (tensor<8x3x16xf32>, tensor<3x8xf32>) -> tensor<8x3x16xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x3x16xf32>) {
+  // expected-error @+1 {{axis 3 is not a dimension of 'tensor<8x3x16xf32>'}}
+  %0 = drc.softmax %x {axis = 3 : i64} : tensor<8x3x16xf32>
+  return
+}

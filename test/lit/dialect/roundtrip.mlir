@@ -85,5 +85,9 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %g2 = drc.scale %f by %l : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
   // CHECK: drc.shift %{{.*}} by %{{.*}} : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
   %h2 = drc.shift %g2 by %l : (tensor<6x5x4xf32>, tensor<5x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.softmax %{{.*}} {axis = 1 : i64} : tensor<6x5x4xf32>
+  %sm = drc.softmax %h2 {axis = 1 : i64} : tensor<6x5x4xf32>
+  // CHECK: drc.softmax_grad %{{.*}} grad %{{.*}} {axis = 1 : i64}
+  %sg = drc.softmax_grad %sm grad %h2 {axis = 1 : i64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
   return
 }
