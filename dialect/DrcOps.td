@@ -95,6 +95,10 @@ def Drc_RMSNormOp : Drc_DiffOp<"rms_norm"> {
 
 def Drc_LinearOp : Drc_Op<"linear", [Pure]> {
   let summary = "token-wise linear map y = x W^T, with W of shape [out, in]";
+  let description = [{
+    Maps every row of the input: [N, in] -> [N, out], or each row of a
+    per-token set [N, k, in] -> [N, k, out] (HC's coefficient projection).
+  }];
   let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$weight);
   let results = (outs Drc_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, results)";
@@ -279,6 +283,11 @@ def Drc_ViewOp : Drc_DiffOp<"view"> {
 
 def Drc_MatmulOp : Drc_DiffOp<"matmul"> {
   let summary = "C = op(A) op(B), op transposing when its flag is set";
+  let description = [{
+    An operand or result of rank > 2 stands for the matrix of its rows,
+    [d0 * ... * d(r-2), d(r-1)]: a per-token set [N, k, w] is N*k rows of
+    width w, so a projection of every row of a set is one matmul.
+  }];
   let arguments = (ins Drc_FloatTensor:$lhs, Drc_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Drc_FloatTensor:$result);

@@ -52,6 +52,31 @@ LogicalResult expectShape(Operation *op, Value value, StringRef what,
   return success();
 }
 
+/// The matrix an operand of rank >= 2 stands for in a matmul: its rows
+/// [d0 * ... * d(r-2), d(r-1)] (a set [N, k, w] is N*k rows of width w).
+std::pair<int64_t, int64_t> asMatrix(Value v) {
+  ArrayRef<int64_t> shape = ranked(v).getShape();
+  int64_t rows = 1;
+  for (int64_t d : shape.drop_back())
+    rows *= d;
+  return {rows, shape.back()};
+}
+
+/// Checks a static tensor of rank >= 2 with the given element type.
+LogicalResult expectRows(Operation *op, Value v, StringRef what, Type element) {
+  RankedTensorType type = ranked(v);
+  if (!type.hasStaticShape() || type.getRank() < 2)
+    return op->emitOpError() << what
+                             << " must be a static tensor of rank >= "
+                                "2 (rows of the last dimension), found "
+                             << v.getType();
+  if (type.getElementType() != element)
+    return op->emitOpError()
+           << what << " has element type " << type.getElementType()
+           << " but the op works in " << element;
+  return success();
+}
+
 /// Checks the head split shared by attention, rope and causal_attention.
 LogicalResult verifyHeads(Operation *op, int64_t tokens, int64_t width,
                           int64_t nHead, int64_t seqLen) {
@@ -139,15 +164,17 @@ LogicalResult RMSNormOp::verify() {
 
 LogicalResult LinearOp::verify() {
   Type element = ranked(getInput()).getElementType();
-  if (failed(expectTensor(*this, getInput(), "input", 2)) ||
+  if (failed(expectRows(*this, getInput(), "input", element)) ||
       failed(expectTensor(*this, getWeight(), "weight", 2, element)))
     return failure();
   ArrayRef<int64_t> x = ranked(getInput()).getShape();
   ArrayRef<int64_t> w = ranked(getWeight()).getShape();
-  if (w[1] != x[1])
+  if (w[1] != x.back())
     return emitOpError() << "weight is [out, in] = [" << w[0] << ", " << w[1]
-                         << "] but the input rows have width " << x[1];
-  return expectShape(*this, getResult(), "result", {x[0], w[0]},
+                         << "] but the input rows have width " << x.back();
+  SmallVector<int64_t> shape(x);
+  shape.back() = w[0];
+  return expectShape(*this, getResult(), "result", shape,
                      "x W^T with W = [out, in]");
 }
 
@@ -209,19 +236,22 @@ LogicalResult CrossEntropyOp::verify() {
 
 LogicalResult MatmulOp::verify() {
   Type element = ranked(getLhs()).getElementType();
-  if (failed(expectTensor(*this, getLhs(), "lhs", 2)) ||
-      failed(expectTensor(*this, getRhs(), "rhs", 2, element)))
+  if (failed(expectRows(*this, getLhs(), "lhs", element)) ||
+      failed(expectRows(*this, getRhs(), "rhs", element)) ||
+      failed(expectRows(*this, getResult(), "result", element)))
     return failure();
-  ArrayRef<int64_t> a = ranked(getLhs()).getShape();
-  ArrayRef<int64_t> b = ranked(getRhs()).getShape();
-  int64_t m = getTransposeLhs() ? a[1] : a[0];
-  int64_t ka = getTransposeLhs() ? a[0] : a[1];
-  int64_t kb = getTransposeRhs() ? b[1] : b[0];
-  int64_t n = getTransposeRhs() ? b[0] : b[1];
+  auto [a0, a1] = asMatrix(getLhs());
+  auto [b0, b1] = asMatrix(getRhs());
+  int64_t m = getTransposeLhs() ? a1 : a0, ka = getTransposeLhs() ? a0 : a1;
+  int64_t kb = getTransposeRhs() ? b1 : b0, n = getTransposeRhs() ? b0 : b1;
   if (ka != kb)
     return emitOpError() << "contracts a dimension of " << ka
                          << " (lhs) with one of " << kb << " (rhs)";
-  return expectShape(*this, getResult(), "result", {m, n}, "op(lhs) x op(rhs)");
+  if (asMatrix(getResult()) != std::pair<int64_t, int64_t>{m, n})
+    return emitOpError() << "result " << getResult().getType()
+                         << " does not hold the " << m << " x " << n
+                         << " matrix op(lhs) x op(rhs)";
+  return success();
 }
 
 LogicalResult RopeOp::verify() {

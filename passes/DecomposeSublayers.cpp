@@ -18,8 +18,9 @@ namespace {
 Value projection(PatternRewriter &rewriter, Location loc, Value x, Value w) {
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
-  auto type = RankedTensorType::get({xType.getDimSize(0), wType.getDimSize(0)},
-                                    xType.getElementType());
+  SmallVector<int64_t> shape(xType.getShape());
+  shape.back() = wType.getDimSize(0);
+  auto type = RankedTensorType::get(shape, xType.getElementType());
   auto op = MatmulOp::create(rewriter, loc, type, x, w);
   op.setTransposeRhs(true);
   return op;

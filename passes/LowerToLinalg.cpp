@@ -266,13 +266,34 @@ Value transposed(KernelBuilder &k, Value x) {
                     [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
 }
 
+/// `x` as the matrix of its rows: leading dimensions collapsed.
+Value rowsMatrix(KernelBuilder &k, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() == 2)
+    return x;
+  ReassociationIndices leading;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    leading.push_back(d);
+  int64_t rows = type.getNumElements() / type.getShape().back();
+  return tensor::CollapseShapeOp::create(
+      k.b, k.loc, k.tensor({rows, type.getShape().back()}), x,
+      ArrayRef<ReassociationIndices>{leading, {type.getRank() - 1}});
+}
+
 Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
-  // A transposed left operand is read in place through the indexing maps: the
+  // Operands of rank > 2 are matrices of their rows (collapsed views). A
+  // transposed left operand is read in place through the indexing maps: the
   // CPU register tile then loads a contiguous row of it per k step. A
   // transposed right operand is materialised (O(kn) against the O(mkn)
   // product); the CPU schedule packs B into panels from that copy's source.
-  Value rhs = op.getTransposeRhs() ? transposed(k, op.getRhs()) : op.getRhs();
+  Value lhs = rowsMatrix(k, op.getLhs()), rhs = rowsMatrix(k, op.getRhs());
+  if (op.getTransposeRhs())
+    rhs = transposed(k, rhs);
   auto type = cast<RankedTensorType>(op.getType());
+  auto lhsShape = cast<RankedTensorType>(lhs.getType()).getShape();
+  auto rhsShape = cast<RankedTensorType>(rhs.getType()).getShape();
+  SmallVector<int64_t> shape = {
+      op.getTransposeLhs() ? lhsShape[1] : lhsShape[0], rhsShape[1]};
   SmallVector<NamedAttribute> attributes;
   if (op.getTransposeLhs()) {
     SmallVector<AffineMap> maps =
@@ -281,10 +302,19 @@ Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
     attributes.push_back(
         k.b.getNamedAttr("indexing_maps", k.b.getAffineMapArrayAttr(maps)));
   }
-  return linalg::MatmulOp::create(
-             k.b, k.loc, TypeRange{type}, ValueRange{op.getLhs(), rhs},
-             ValueRange{k.filled(type.getShape(), 0.0)}, attributes)
-      .getResult(0);
+  Value product =
+      linalg::MatmulOp::create(k.b, k.loc, TypeRange{k.tensor(shape)},
+                               ValueRange{lhs, rhs},
+                               ValueRange{k.filled(shape, 0.0)}, attributes)
+          .getResult(0);
+  if (type.getRank() == 2)
+    return product;
+  ReassociationIndices leading;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    leading.push_back(d);
+  return tensor::ExpandShapeOp::create(
+      k.b, k.loc, type, product,
+      ArrayRef<ReassociationIndices>{leading, {type.getRank() - 1}});
 }
 
 SmallVector<unsigned> identityDims(unsigned rank) {

@@ -316,6 +316,30 @@ TEST_CASE("softmax gradients match finite differences", "[gradient]") {
   }
 }
 
+TEST_CASE("linear on the rows of a set matches finite differences",
+          "[gradient]") {
+  // Every row of x [6, 2, 4] mapped by W [5, 4], viewed as 10 classes.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx, param("x", "6x2x4") + param("w", "5x4"),
+      ref("x", "6x2x4") + ref("w", "5x4") +
+          "  %l = drc.linear %x, %w : (tensor<6x2x4xf64>, tensor<5x4xf64>) "
+          "-> tensor<6x2x5xf64>\n"
+          "  %y = drc.view %l : (tensor<6x2x5xf64>) -> tensor<6x10xf64>",
+      6, 10);
+  const double *x = &p.params[p.model->parameters().find("x")->offset];
+  const double *w = &p.params[p.model->parameters().find("w")->offset];
+  double expected = referenceLoss(p, 10, [&](int t, int l) {
+    int r = l / 5, o = l % 5;
+    double y = 0;
+    for (int i = 0; i < 4; ++i)
+      y += x[(t * 2 + r) * 4 + i] * w[o * 4 + i];
+    return y;
+  });
+  CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+  checkGradients(p);
+}
+
 TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
