@@ -223,7 +223,7 @@ def Drc_SquashOp : Drc_DiffOp<"squash", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Drc_ScaleOp : Drc_DiffOp<"scale"> {
+def Drc_ScaleOp : Drc_DiffOp<"scale", [AllTypesMatch<["input", "result"]>]> {
   let summary = "y = factor * x * s, s broadcast over x's leading dimensions";
   let description = [{
     `s` (optional) has the shape of a suffix of x's: a scalar tensor<f32>,
@@ -238,7 +238,7 @@ def Drc_ScaleOp : Drc_DiffOp<"scale"> {
   let hasVerifier = 1;
 }
 
-def Drc_ShiftOp : Drc_DiffOp<"shift"> {
+def Drc_ShiftOp : Drc_DiffOp<"shift", [AllTypesMatch<["input", "result"]>]> {
   let summary = "y = x + b, b broadcast over x's leading dimensions";
   let description = [{
     `b` has the shape of a suffix of x's, e.g. a static coefficient matrix

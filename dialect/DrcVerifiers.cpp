@@ -409,20 +409,12 @@ static LogicalResult expectSuffix(Operation *op, Value operand, StringRef what,
 }
 
 LogicalResult ScaleOp::verify() {
-  if (getResult().getType() != getInput().getType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must equal the input type "
-                         << getInput().getType();
   if (Value s = getScale())
     return expectSuffix(*this, s, "scale", getInput());
   return success();
 }
 
 LogicalResult ShiftOp::verify() {
-  if (getResult().getType() != getInput().getType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must equal the input type "
-                         << getInput().getType();
   return expectSuffix(*this, getShift(), "shift", getInput());
 }
 
