@@ -50,46 +50,22 @@ FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
   return result;
 }
 
-/// If `value` is a materialised 2-D transpose (a linalg.generic copying
-/// x[j, i] to [i, j]), returns x.
-Value transposeSource(Value value) {
-  auto generic = value.getDefiningOp<linalg::GenericOp>();
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumLoops() != 2 ||
-      !isa<linalg::YieldOp>(generic.getBody()->front()) ||
-      generic.getBody()->front().getOperand(0) !=
-          generic.getBody()->getArgument(0))
-    return {};
-  MLIRContext *ctx = generic.getContext();
-  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
-  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  if (maps[0] != AffineMap::get(2, 0, {j, i}, ctx) ||
-      maps[1] != AffineMap::get(2, 0, {i, j}, ctx))
-    return {};
-  return generic.getDpsInputs()[0];
-}
-
-/// Copies the right operand B (k x n) of a matmul into panels of `width`
-/// columns, [n / width, k, width]: the register tile's k loop then reads one
-/// contiguous row of `width` floats per step instead of striding n floats,
-/// which for n a multiple of 256 maps every row of a panel to the same few
-/// L1 sets. A B that is a materialised transpose is packed from its source.
-Value packColumnPanels(RewriterBase &rewriter, Location loc, Value b,
-                       int64_t width) {
+/// Copies the right operand B (k x n, or n x k when `transposed`) of a
+/// matmul into panels of `width` columns, [n / width, k, width]: the register
+/// tile's k loop then reads one contiguous row of `width` floats per step
+/// instead of striding n floats, which for n a multiple of 256 maps every
+/// row of a panel to the same few L1 sets.
+Value packColumnPanels(RewriterBase &rewriter, Location loc, Value b, int64_t k,
+                       int64_t n, bool transposed, int64_t width) {
   MLIRContext *ctx = rewriter.getContext();
-  auto type = cast<RankedTensorType>(b.getType());
-  int64_t k = type.getDimSize(0), n = type.getDimSize(1);
   AffineExpr panel = getAffineDimExpr(0, ctx), row = getAffineDimExpr(1, ctx),
              column = getAffineDimExpr(2, ctx);
   AffineExpr bColumn = panel * width + column;
-  AffineMap read = AffineMap::get(3, 0, {row, bColumn}, ctx);
-  if (Value source = transposeSource(b)) {
-    b = source;
-    read = AffineMap::get(3, 0, {bColumn, row}, ctx);
-  }
-  Value init = tensor::EmptyOp::create(rewriter, loc,
-                                       ArrayRef<int64_t>{n / width, k, width},
-                                       type.getElementType());
+  AffineMap read = transposed ? AffineMap::get(3, 0, {bColumn, row}, ctx)
+                              : AffineMap::get(3, 0, {row, bColumn}, ctx);
+  Value init = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{n / width, k, width},
+      cast<RankedTensorType>(b.getType()).getElementType());
   auto pack = linalg::GenericOp::create(
       rewriter, loc, init.getType(), ValueRange{b}, ValueRange{init},
       ArrayRef<AffineMap>{read, rewriter.getMultiDimIdentityMap(3)},
@@ -146,11 +122,16 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     s.append({tm, tn, tk});
     return s;
   };
+  // A plain matmul's B is read [k, n], or [n, k] through its indexing map.
   Value b = op.getDpsInputOperand(1)->get();
   Value panels;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  bool transposedB =
+      maps[1] ==
+      AffineMap::getMultiDimIdentityMap(3, op.getContext()).getSubMap({1, 2});
   if (!batched) {
     rewriter.setInsertionPoint(op);
-    panels = packColumnPanels(rewriter, op.getLoc(), b, rn);
+    panels = packColumnPanels(rewriter, op.getLoc(), b, k, n, transposedB, rn);
   }
   Operation *current = op;
   int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
@@ -176,13 +157,17 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     return failure();
   Operation *tileOp = registers->tiledOps.front();
   if (panels) {
-    // The tile's B slice [1, rn] at (kk, j) is row kk of panel j / rn.
-    OpOperand &operand = *cast<linalg::LinalgOp>(tileOp).getDpsInputOperand(1);
+    // The tile's B slice at (kk, j) (or (j, kk) transposed) is row kk of
+    // panel j / rn, read [k, n].
+    auto tiled = cast<linalg::MatmulOp>(tileOp);
+    OpOperand &operand = *tiled.getDpsInputOperand(1);
     auto slice = operand.get().getDefiningOp<tensor::ExtractSliceOp>();
     rewriter.setInsertionPoint(tileOp);
     auto [origin, offsets] = sliceOrigin(rewriter, tileOp->getLoc(), slice);
     if (origin != b)
       return failure();
+    if (transposedB)
+      std::swap(offsets[0], offsets[1]);
     AffineExpr j = getAffineDimExpr(0, rewriter.getContext());
     OpFoldResult panel = affine::makeComposedFoldedAffineApply(
         rewriter, tileOp->getLoc(), j.floorDiv(rn), {offsets[1]});
@@ -194,7 +179,13 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
         panels, ArrayRef<OpFoldResult>{panel, offsets[0], zero},
         ArrayRef<OpFoldResult>{one, one, rewriter.getIndexAttr(rn)},
         ArrayRef<OpFoldResult>{one, one, one});
-    rewriter.modifyOpInPlace(tileOp, [&] { operand.set(row); });
+    SmallVector<AffineMap> tileMaps = tiled.getIndexingMapsArray();
+    tileMaps[1] =
+        linalg::MatmulOp::getDefaultIndexingMaps(rewriter.getContext())[1];
+    rewriter.modifyOpInPlace(tileOp, [&] {
+      operand.set(row);
+      tiled.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(tileMaps));
+    });
   }
   rewriter.setInsertionPoint(tileOp);
   auto vectorized = linalg::vectorize(rewriter, tileOp, {}, {}, false, false,

@@ -258,14 +258,6 @@ Value lowerRMSNormGainGrad(KernelBuilder &k, RMSNormGainGradOp op) {
 // Dense and elementwise
 //===----------------------------------------------------------------------===//
 
-/// [a, b] -> [b, a].
-Value transposed(KernelBuilder &k, Value x) {
-  auto shape = cast<RankedTensorType>(x.getType()).getShape();
-  return k.generic1(x, k.empty({shape[1], shape[0]}),
-                    {k.map(2, {1, 0}), k.map(2, {0, 1})}, {kPar, kPar},
-                    [&](Scalar &s, ValueRange a) { k.yield(s, a[0]); });
-}
-
 /// `x` as the matrix of its rows: leading dimensions collapsed.
 Value rowsMatrix(KernelBuilder &k, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
@@ -281,24 +273,25 @@ Value rowsMatrix(KernelBuilder &k, Value x) {
 }
 
 Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
-  // Operands of rank > 2 are matrices of their rows (collapsed views). A
-  // transposed left operand is read in place through the indexing maps: the
-  // CPU register tile then loads a contiguous row of it per k step. A
-  // transposed right operand is materialised (O(kn) against the O(mkn)
-  // product); the CPU schedule packs B into panels from that copy's source.
+  // Operands of rank > 2 are matrices of their rows (collapsed views).
+  // Transposed operands are read in place through the indexing maps: the CPU
+  // register tile loads a contiguous row of a transposed A per k step, and
+  // the CPU schedule packs B into panels from either layout.
   Value lhs = rowsMatrix(k, op.getLhs()), rhs = rowsMatrix(k, op.getRhs());
-  if (op.getTransposeRhs())
-    rhs = transposed(k, rhs);
   auto type = cast<RankedTensorType>(op.getType());
   auto lhsShape = cast<RankedTensorType>(lhs.getType()).getShape();
   auto rhsShape = cast<RankedTensorType>(rhs.getType()).getShape();
   SmallVector<int64_t> shape = {
-      op.getTransposeLhs() ? lhsShape[1] : lhsShape[0], rhsShape[1]};
+      op.getTransposeLhs() ? lhsShape[1] : lhsShape[0],
+      op.getTransposeRhs() ? rhsShape[0] : rhsShape[1]};
   SmallVector<NamedAttribute> attributes;
-  if (op.getTransposeLhs()) {
+  if (op.getTransposeLhs() || op.getTransposeRhs()) {
     SmallVector<AffineMap> maps =
         linalg::MatmulOp::getDefaultIndexingMaps(k.b.getContext());
-    maps[0] = k.map(3, {2, 0});
+    if (op.getTransposeLhs())
+      maps[0] = k.map(3, {2, 0});
+    if (op.getTransposeRhs())
+      maps[1] = k.map(3, {1, 2});
     attributes.push_back(
         k.b.getNamedAttr("indexing_maps", k.b.getAffineMapArrayAttr(maps)));
   }
