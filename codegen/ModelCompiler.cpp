@@ -21,17 +21,36 @@ std::optional<CompileStage> mlir::drc::parseCompileStage(StringRef name) {
       .Default(std::nullopt);
 }
 
+static ::drc::Init runtimeInitOf(InitAttr init) {
+  switch (init.getKind()) {
+  case InitKind::TruncNormal:
+    return ::drc::Init::truncNormal(init.getFirstValue(),
+                                    init.getSecondValue());
+  case InitKind::Constant:
+    return ::drc::Init::constant(init.getFirstValue());
+  case InitKind::Values: {
+    std::vector<float> values;
+    for (const APFloat &v : init.getValues().getValues<APFloat>()) {
+      bool lost;
+      APFloat single = v;
+      single.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
+                     &lost);
+      values.push_back(single.convertToFloat());
+    }
+    return ::drc::Init::fromValues(std::move(values));
+  }
+  case InitKind::Matrix:
+    break; // the ParamOp verifier rejects it
+  }
+  llvm::report_fatal_error("drc: a parameter kept a template-only init");
+}
+
 ::drc::ParameterTable mlir::drc::parameterTable(ModuleOp module) {
   ::drc::ParameterTable table;
   ParameterLayout layout = computeParameterLayout(module);
   for (const ParameterSlot &slot : layout.slots) {
     ParamOp param = slot.param;
-    InitAttr init = param.getInit();
-    ::drc::Init runtimeInit =
-        init.getKind() == InitKind::TruncNormal
-            ? ::drc::Init::truncNormal(init.getFirstValue(),
-                                       init.getSecondValue())
-            : ::drc::Init::constant(init.getFirstValue());
+    ::drc::Init runtimeInit = runtimeInitOf(param.getInit());
     auto shape = param.getTensorType().getShape();
     const ::drc::ParameterInfo &info =
         table.add(param.getSymName().str(), {shape.begin(), shape.end()},
@@ -57,7 +76,11 @@ mlir::drc::trainPipelineOptions(const ::drc::ModelSpec &spec) {
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
                           CompileStage stage, const ImportOptions &options) {
-  OwningOpRef<ModuleOp> module = importModelSpec(context, spec, options);
+  FailureOr<OwningOpRef<ModuleOp>> imported =
+      importModelSpec(context, spec, options);
+  if (failed(imported))
+    return failure();
+  OwningOpRef<ModuleOp> module = std::move(*imported);
   if (stage == CompileStage::Drc)
     return module;
   PassManager pm(&context);
@@ -74,9 +97,12 @@ mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
 FailureOr<std::unique_ptr<CpuModel>>
 CpuModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
                   const ImportOptions &options) {
-  OwningOpRef<ModuleOp> module = importModelSpec(context, spec, options);
+  FailureOr<OwningOpRef<ModuleOp>> module =
+      importModelSpec(context, spec, options);
+  if (failed(module))
+    return failure();
   int64_t tokens = options.tokens ? options.tokens : spec.tokensPerStep();
-  return compileModule(*module, tokens, trainPipelineOptions(spec));
+  return compileModule(**module, tokens, trainPipelineOptions(spec));
 }
 
 FailureOr<std::unique_ptr<CpuModel>>

@@ -32,6 +32,12 @@ inline ::llvm::hash_code hash_value(InitKind kind) {
 
 namespace mlir::drc {
 
+/// The body of #drc.init without its angle brackets, as `drc.weight` writes
+/// it: `trunc_normal(s, c)`, `constant(v)`, `zeros`, `ones`, `matrix`,
+/// `values(dense<...>)`.
+ParseResult parseInitBody(AsmParser &parser, InitAttr &init);
+void printInitBody(AsmPrinter &printer, InitAttr init);
+
 /// The runtime-owned parameter (and optimizer-moment) storage.
 struct ParameterStateResource
     : public SideEffects::Resource::Base<ParameterStateResource> {

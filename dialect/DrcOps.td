@@ -277,6 +277,68 @@ def Drc_ViewOp : Drc_DiffOp<"view"> {
   let hasVerifier = 1;
 }
 
+def Drc_CenterOp : Drc_DiffOp<"center", [SameOperandsAndResultType]> {
+  let summary = "subtracts each row's mean over the last dimension";
+  let description = [{
+    `y = x - mean(x)` per row. A mean-centred LayerNorm is
+    `rms_norm(center(x))` (the variance of x is the mean square of its
+    centred values): DeepNorm's LN, VWN's GroupNorm on a view of groups.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Scheme templates
+//
+// A residual scheme (models/schemes/*.mlir) is written once for every width,
+// depth and sublayer: sizes and options are compile-time values
+// (`drc.static`) and tensors have dynamic (?) dimensions. Instantiation
+// (dialect/SchemeInstantiation.h) evaluates the compile-time values, gives
+// every tensor its static type and declares the weights as drc.param; these
+// two ops never survive it.
+//===----------------------------------------------------------------------===//
+
+def Drc_StaticOp : Drc_Op<"static", [Pure]> {
+  let summary = "a compile-time value of a scheme: a size, an index or an option";
+  let description = [{
+    Built-in names: `d` (d_model), `L` (blocks), `n_head`, `d_ff`, and in a
+    sublayer's read and write `k` (sublayer index), `b` (block), `j` (0 for
+    attention, 1 for FFN). Any other name is an option of the scheme,
+    declared with its default in the module's `drc.options` and settable
+    from the spec's `[residual]` table.
+    ```mlir
+    %n = drc.static "streams" : index
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyTypeOf<[Index, F64, I1]>:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Drc_WeightOp : Drc_Op<"weight", [AttrSizedOperandSegments]> {
+  let summary = "declares a parameter of a scheme and reads it";
+  let description = [{
+    The name is the checkpoint tensor name, prefixed with the sublayer's
+    `blocks.B.attn.` or `blocks.B.ffn.` in a read or write. The shape is
+    given by index sizes and the initialiser by `init` (`zeros`, `ones`,
+    `constant(v)`, `trunc_normal(std, clip)`, or `matrix`: the spec's dense
+    matrix init), or the initial value by a compile-time tensor after `=`.
+    `decay` puts it in the weight-decay group. Within one read and write
+    the same name is the same parameter.
+    ```mlir
+    %w = drc.weight "res.w_a" [%n, %d] init zeros decay : tensor<?x?xf32>
+    %a0 = drc.weight "res.a0" = %identity : tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Variadic<Index>:$sizes,
+                       Optional<Drc_FloatTensor>:$value,
+                       OptionalAttr<Drc_InitAttr>:$init, UnitAttr:$decay);
+  let results = (outs Drc_FloatTensor:$result);
+  let hasCustomAssemblyFormat = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel level
 //===----------------------------------------------------------------------===//

@@ -106,6 +106,16 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape() || type.getNumElements() == 0)
     return emitOpError() << "parameter @" << getSymName()
                          << " needs a static, non-empty shape, found " << type;
+  InitAttr init = getInit();
+  if (init.getKind() == InitKind::Matrix)
+    return emitOpError() << "parameter @" << getSymName()
+                         << ": `matrix` is resolved by instantiation; a "
+                            "declared parameter needs trunc_normal(std, clip)";
+  if (init.getKind() == InitKind::Values &&
+      init.getValues().getType().getShape() != type.getShape())
+    return emitOpError() << "parameter @" << getSymName() << " of type "
+                         << type << " has initial values of type "
+                         << init.getValues().getType();
   return success();
 }
 

@@ -183,3 +183,10 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
       b, getLoc(), getType(), getResult(), resultGrads[0], getAxisAttr()));
   return success();
 }
+
+/// Centring is an orthogonal projection, so it is its own adjoint.
+LogicalResult CenterOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(CenterOp::create(b, getLoc(), resultGrads[0]));
+  return success();
+}

@@ -3,8 +3,14 @@
 
 #include "dialect/DrcDialect.h"
 
+#include "dialect/SchemeInstantiation.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::drc;
@@ -15,53 +21,133 @@ namespace {
 class ModelBuilder {
 public:
   ModelBuilder(ModuleOp module, const ::drc::ModelSpec &spec, Type element)
-      : spec(spec), element(element), declare(module.getContext()),
-        body(module.getContext()), loc(UnknownLoc::get(module.getContext())) {}
+      : module(module), spec(spec), element(element),
+        declare(module.getContext()), body(module.getContext()),
+        loc(UnknownLoc::get(module.getContext())) {}
 
   /// Parameter declarations go before `fn`, in the order they are made.
   void declareBefore(Operation *fn) { declare.setInsertionPoint(fn); }
 
   OpBuilder &bodyBuilder() { return body; }
 
-  /// A dense matrix: TruncNormal(init_std, clip 3 std), weight decay.
-  Value matrix(StringRef name, ArrayRef<int64_t> shape) {
-    double std = spec.train.initStd;
-    return param(name, shape,
-                 InitAttr::truncNormal(declare.getContext(), std, 3 * std),
-                 /*decay=*/true);
+  /// The spec's dense-matrix init: TruncNormal(std, clip 3 std).
+  InitAttr matrixInit(double scale = 1.0) {
+    double std = spec.train.initStd * scale;
+    return InitAttr::truncNormal(declare.getContext(), std, 3 * std);
+  }
+
+  /// A dense matrix with weight decay.
+  Value matrix(StringRef name, ArrayRef<int64_t> shape, double scale = 1.0) {
+    return *param(loc, name, tensor(shape), matrixInit(scale), /*decay=*/true);
   }
 
   /// A norm gain: ones, no weight decay.
   Value gain(StringRef name) {
-    return param(name, {spec.model.dModel},
-                 InitAttr::constant(declare.getContext(), 1.0),
-                 /*decay=*/false);
+    return *param(loc, name, tensor({spec.model.dModel}),
+                  InitAttr::constant(declare.getContext(), 1.0),
+                  /*decay=*/false);
   }
 
   RankedTensorType tensor(ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, element);
   }
 
-private:
-  Value param(StringRef name, ArrayRef<int64_t> shape, InitAttr init,
-              bool decay) {
-    RankedTensorType type = tensor(shape);
-    ParamOp::create(declare, loc, name, type, init, decay);
-    return ParamRefOp::create(body, loc, type, name);
+  /// Declares `name`, or reads the parameter already declared under it if
+  /// its type, init and group agree.
+  FailureOr<Value> param(Location at, StringRef name, RankedTensorType type,
+                         InitAttr init, bool decay) {
+    if (auto existing = module.lookupSymbol<ParamOp>(name)) {
+      if (existing.getType() != type || existing.getInit() != init ||
+          existing.getDecay() != decay)
+        return emitError(at) << "parameter '" << name
+                             << "' is declared again with a different type, "
+                                "init or weight-decay group (first: "
+                             << existing.getType() << " init "
+                             << existing.getInit() << ")";
+    } else {
+      ParamOp::create(declare, at, name, type, init, decay);
+    }
+    return ParamRefOp::create(body, at, type, name).getResult();
   }
 
+private:
+  ModuleOp module;
   const ::drc::ModelSpec &spec;
   Type element;
   OpBuilder declare, body;
   Location loc;
 };
 
+/// "path:line:col" (as ModelSpec records where a key was set) as a location.
+Location specLocation(MLIRContext &context, const std::string &where) {
+  size_t col = where.rfind(':');
+  size_t line = col == std::string::npos ? col : where.rfind(':', col - 1);
+  if (line == std::string::npos)
+    return FileLineColLoc::get(&context, where, 1, 1);
+  return FileLineColLoc::get(
+      &context, where.substr(0, line),
+      std::stoul(where.substr(line + 1, col - line - 1)),
+      std::stoul(where.substr(col + 1)));
+}
+
+/// Built-in sizes plus the scheme's options, with the spec's values.
+FailureOr<StaticValues> modelStatics(MLIRContext &context, const Scheme &scheme,
+                                     const ::drc::ModelSpec &spec) {
+  Builder b(&context);
+  const ::drc::ModelShape &m = spec.model;
+  StaticValues statics;
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"d", m.dModel}, {"L", m.nLayer},
+        {"n_head", m.nHead}, {"d_ff", m.dFF}, {"vocab", m.vocab}})
+    statics[b.getStringAttr(name)] = b.getIndexAttr(value);
+  for (NamedAttribute option : scheme.options)
+    statics[option.getName()] = option.getValue();
+  for (const ::drc::SchemeOption &o : spec.residual.options) {
+    StringAttr name = b.getStringAttr(o.name);
+    Attribute current = statics.lookup(name);
+    Location at = specLocation(context, o.where);
+    if (!current || !scheme.options.contains(name)) {
+      std::string known;
+      for (NamedAttribute option : scheme.options)
+        known += (known.empty() ? "" : ", ") + option.getName().str();
+      return emitError(at) << "[residual] " << o.name
+                           << " is not an option of scheme " << scheme.name
+                           << " (its options: "
+                           << (known.empty() ? "none" : known) << ")";
+    }
+    using Kind = ::drc::SchemeOption::Kind;
+    if (isa<BoolAttr>(current) && o.kind == Kind::Boolean)
+      statics[name] = b.getBoolAttr(o.integer != 0);
+    else if (isa<BoolAttr>(current) || o.kind == Kind::Boolean)
+      return emitError(at) << "[residual] " << o.name << " must be a "
+                           << (isa<BoolAttr>(current) ? "boolean" : "number");
+    else if (isa<IntegerAttr>(current) && o.kind == Kind::Integer)
+      statics[name] = b.getIndexAttr(o.integer);
+    else if (isa<FloatAttr>(current))
+      statics[name] = b.getF64FloatAttr(
+          o.kind == Kind::Number ? o.number : double(o.integer));
+    else
+      return emitError(at) << "[residual] " << o.name
+                           << " must be an integer, found a number";
+  }
+  return statics;
+}
+
 } // namespace
 
-OwningOpRef<ModuleOp> mlir::drc::importModelSpec(MLIRContext &context,
-                                                 const ::drc::ModelSpec &spec,
-                                                 const ImportOptions &options) {
-  context.loadDialect<DrcDialect, func::FuncDialect>();
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
+                           const ImportOptions &options) {
+  context.loadDialect<DrcDialect, func::FuncDialect, arith::ArithDialect>();
+  const ::drc::ResidualSpec &r = spec.residual;
+  FailureOr<Scheme> scheme = Scheme::load(
+      context, r.schemeFile, r.scheme.empty() ? r.schemeFile : r.scheme);
+  if (failed(scheme))
+    return failure();
+  FailureOr<StaticValues> statics = modelStatics(context, *scheme, spec);
+  if (failed(statics))
+    return failure();
+
   Location loc = FileLineColLoc::get(&context, spec.path, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   const ::drc::ModelShape &m = spec.model;
@@ -82,37 +168,116 @@ OwningOpRef<ModuleOp> mlir::drc::importModelSpec(MLIRContext &context,
   b.setInsertionPointToStart(entry);
   Value tokens = entry->getArgument(0), targets = entry->getArgument(1);
 
-  FloatAttr eps = b.getF64FloatAttr(m.normEps);
+  SchemeInstantiator residual(
+      *scheme, element, mb.matrixInit(), b.getF64FloatAttr(m.normEps),
+      [&](Location at, StringRef name, RankedTensorType type, InitAttr init,
+          bool decay) { return mb.param(at, name, type, init, decay); });
   RankedTensorType hidden = mb.tensor({n, d});
-  Value table = mb.matrix("embed.weight", {m.vocab, d});
-  Value h = EmbedOp::create(b, loc, hidden, table, tokens);
-  for (int64_t block = 0; block < m.nLayer; ++block) {
-    std::string prefix = "blocks." + std::to_string(block) + ".";
-    // Pre-LN: h <- h + F(RMSNorm_gamma(h)) for attention, then FFN.
-    Value attnGain = mb.gain(prefix + "attn.norm.gain");
-    Value wq = mb.matrix(prefix + "attn.wq", {d, d});
-    Value wk = mb.matrix(prefix + "attn.wk", {d, d});
-    Value wv = mb.matrix(prefix + "attn.wv", {d, d});
-    Value wo = mb.matrix(prefix + "attn.wo", {d, d});
-    Value u = RMSNormOp::create(b, loc, hidden, h, attnGain, eps);
-    Value f = AttentionOp::create(
-        b, loc, hidden, u, wq, wk, wv, wo, b.getI64IntegerAttr(m.nHead),
-        b.getI64IntegerAttr(m.seqLen), b.getF64FloatAttr(m.ropeTheta));
-    h = AddOp::create(b, loc, h, f);
+  auto expectHidden = [&](Value v, StringRef function) -> LogicalResult {
+    if (v.getType() == hidden)
+      return success();
+    return scheme->module->lookupSymbol(function)->emitError()
+           << "@" << function << " must give a hidden state of type "
+           << hidden << " (tokens x d_model), not " << v.getType();
+  };
 
-    Value ffnGain = mb.gain(prefix + "ffn.norm.gain");
-    Value w1 = mb.matrix(prefix + "ffn.w1", {m.dFF, d});
-    Value w3 = mb.matrix(prefix + "ffn.w3", {m.dFF, d});
-    Value w2 = mb.matrix(prefix + "ffn.w2", {d, m.dFF});
-    u = RMSNormOp::create(b, loc, hidden, h, ffnGain, eps);
-    f = SwiGLUOp::create(b, loc, hidden, u, w1, w3, w2);
-    h = AddOp::create(b, loc, h, f);
+  // DeepNorm-style schemes scale the init of the value and output
+  // projections (W_V, W_O, W_1, W_2, W_3) by @value_init_scale().
+  double valueScale = 1.0;
+  if (residual.has("value_init_scale")) {
+    FailureOr<SmallVector<Value>> scale = residual.call(
+        b, "value_init_scale", {}, *statics, "", "the backbone init");
+    std::optional<double> value;
+    FloatAttr attr;
+    if (succeeded(scale) && scale->size() == 1 &&
+        matchPattern(scale->front(), m_Constant(&attr)))
+      value = attr.getValueAsDouble();
+    if (!value || *value <= 0)
+      return scheme->module->lookupSymbol("value_init_scale")->emitError()
+             << "@value_init_scale must return one positive f64";
+    valueScale = *value;
   }
+
+  Value table = mb.matrix("embed.weight", {m.vocab, d});
+  SmallVector<Value> state{EmbedOp::create(b, loc, hidden, table, tokens)};
+  if (residual.has("embed")) {
+    FailureOr<SmallVector<Value>> s =
+        residual.call(b, "embed", state, *statics, "", "the embedding");
+    if (failed(s))
+      return failure();
+    state = std::move(*s);
+  }
+  for (int64_t k = 0; k < 2 * m.nLayer; ++k) {
+    int64_t block = k / 2;
+    bool attention = k % 2 == 0;
+    std::string prefix = "blocks." + std::to_string(block) +
+                         (attention ? ".attn." : ".ffn.");
+    std::string context = "sublayer " + std::to_string(k) + " (block " +
+                          std::to_string(block) +
+                          (attention ? ", attention)" : ", FFN)");
+    StaticValues at = *statics;
+    at[b.getStringAttr("k")] = b.getIndexAttr(k);
+    at[b.getStringAttr("b")] = b.getIndexAttr(block);
+    at[b.getStringAttr("j")] = b.getIndexAttr(k % 2);
+    FailureOr<SmallVector<Value>> read =
+        residual.call(b, "read", state, at, prefix, context);
+    if (failed(read))
+      return failure();
+    if (read->empty() || failed(expectHidden(read->front(), "read")))
+      return failure();
+    Value u = read->front(), f;
+    if (attention) {
+      Value wq = mb.matrix(prefix + "wq", {d, d});
+      Value wk = mb.matrix(prefix + "wk", {d, d});
+      Value wv = mb.matrix(prefix + "wv", {d, d}, valueScale);
+      Value wo = mb.matrix(prefix + "wo", {d, d}, valueScale);
+      f = AttentionOp::create(b, loc, hidden, u, wq, wk, wv, wo,
+                              b.getI64IntegerAttr(m.nHead),
+                              b.getI64IntegerAttr(m.seqLen),
+                              b.getF64FloatAttr(m.ropeTheta));
+    } else {
+      Value w1 = mb.matrix(prefix + "w1", {m.dFF, d}, valueScale);
+      Value w3 = mb.matrix(prefix + "w3", {m.dFF, d}, valueScale);
+      Value w2 = mb.matrix(prefix + "w2", {d, m.dFF}, valueScale);
+      f = SwiGLUOp::create(b, loc, hidden, u, w1, w3, w2);
+    }
+    SmallVector<Value> carried(llvm::drop_begin(*read));
+    carried.push_back(f);
+    FailureOr<SmallVector<Value>> written =
+        residual.call(b, "write", carried, at, prefix, context);
+    if (failed(written))
+      return failure();
+    state = std::move(*written);
+  }
+  Value h = state.front();
+  if (residual.has("readout")) {
+    FailureOr<SmallVector<Value>> out =
+        residual.call(b, "readout", state, *statics, "", "the readout");
+    if (failed(out) || out->size() != 1)
+      return failure();
+    h = out->front();
+  } else if (state.size() != 1) {
+    return scheme->module->emitError()
+           << "a scheme whose state has " << state.size()
+           << " values needs a @readout";
+  }
+  if (failed(expectHidden(h, residual.has("readout") ? "readout" : "write")))
+    return failure();
   Value finalGain = mb.gain("final_norm.gain");
   Value unembed = mb.matrix("unembed.weight", {m.vocab, d});
+  FloatAttr eps = b.getF64FloatAttr(m.normEps);
   Value x = RMSNormOp::create(b, loc, hidden, h, finalGain, eps);
   Value logits = LinearOp::create(b, loc, mb.tensor({n, m.vocab}), x, unembed);
   Value loss = CrossEntropyOp::create(b, loc, lossType, logits, targets);
   func::ReturnOp::create(b, loc, loss);
+
+  // Compile-time scalars and unused template results are dead now.
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+  if (failed(verify(*module)))
+    return failure();
   return module;
 }

@@ -1,8 +1,10 @@
 //===- ModelImport.h - Model spec -> drc IR ---------------------*- C++ -*-===//
 //
-// Builds the topology-level drc module of a model spec: every parameter
-// declared with its init and optimizer group, and a `@loss` function from
-// (tokens, targets) of one batch to the mean next-token cross-entropy.
+// Builds the drc module of a model spec: every parameter declared with its
+// init and optimizer group, and a `@loss` function from (tokens, targets) of
+// one batch to the mean next-token cross-entropy. The backbone (embedding,
+// attention, SwiGLU, final norm, LM head) is built here; everything between
+// the sublayers comes from the residual scheme (dialect/SchemeInstantiation.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_DIALECT_MODELIMPORT_H
@@ -22,10 +24,12 @@ struct ImportOptions {
   int64_t tokens = 0;
 };
 
-/// Imports `spec` into a new module. Never fails on a validated spec.
-OwningOpRef<ModuleOp> importModelSpec(MLIRContext &context,
-                                      const ::drc::ModelSpec &spec,
-                                      const ImportOptions &options = {});
+/// Imports `spec` into a new module, its residual scheme instantiated over
+/// every sublayer. Fails, with located diagnostics, on a scheme that is
+/// missing, malformed or does not fit the model.
+FailureOr<OwningOpRef<ModuleOp>>
+importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
+                const ImportOptions &options = {});
 
 } // namespace mlir::drc
 

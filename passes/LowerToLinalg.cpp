@@ -195,6 +195,25 @@ Value lowerRMSNorm(KernelBuilder &k, RMSNormOp op) {
                     });
 }
 
+Value lowerCenter(KernelBuilder &k, CenterOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  unsigned rank = type.getRank();
+  double width = type.getShape().back();
+  AffineMap all, row, last;
+  rowMaps(k, rank, all, row, last);
+  SmallVector<IteratorType> sumIts(rank - 1, kPar);
+  sumIts.push_back(kRed);
+  Value sum = k.generic1(op.getInput(), k.filled(type.getShape().drop_back(), 0),
+                         {all, row}, sumIts, [&](Scalar &s, ValueRange a) {
+                           k.yield(s, s.add(a[1], a[0]));
+                         });
+  return k.generic1({op.getInput(), sum}, k.empty(type.getShape()),
+                    {all, row, all}, SmallVector<IteratorType>(rank, kPar),
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.sub(a[0], s.div(a[1], s.c(width))));
+                    });
+}
+
 Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
   // dx = r (g dy - xhat mean(g dy xhat)), r = rsqrt(mean x^2 + eps).
   auto type = cast<RankedTensorType>(op.getType());
@@ -976,6 +995,7 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](RMSNormOp o) { results = {lowerRMSNorm(k, o)}; })
       .Case([&](RMSNormGradOp o) { results = {lowerRMSNormGrad(k, o)}; })
+      .Case([&](CenterOp o) { results = {lowerCenter(k, o)}; })
       .Case(
           [&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })
       .Case([&](MatmulOp o) { results = {lowerMatmul(k, o)}; })

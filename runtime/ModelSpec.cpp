@@ -10,6 +10,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -76,15 +78,6 @@ Field number(std::string key, double &out) {
               out = static_cast<double>(n.as_integer()->get());
             else
               return false;
-            return true;
-          }};
-}
-
-Field string(std::string key, std::string &out) {
-  return {std::move(key), "a string", [&out](const toml::node &n) {
-            if (!n.is_string())
-              return false;
-            out = n.as_string()->get();
             return true;
           }};
 }
@@ -170,6 +163,78 @@ struct Validator {
   }
 };
 
+/// The library file of scheme `name`, or an InputError located at `at`
+/// listing the library.
+std::string librarySchemeFile(const std::string &at, const std::string &name) {
+  std::filesystem::path dir(schemeLibraryDirectory());
+  std::filesystem::path file = dir / (name + ".mlir");
+  if (name.find('/') == std::string::npos &&
+      std::filesystem::is_regular_file(file))
+    return file.string();
+  std::vector<std::string> known;
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".mlir")
+      known.push_back(entry.path().stem().string());
+  std::sort(known.begin(), known.end());
+  throw InputError(at + ": [residual] scheme '" + name +
+                   "' is not in the library (" + dir.string() +
+                   "); available: " + joined(known) + suggestion(name, known) +
+                   ", or set scheme_file = \"path.mlir\" for your own");
+}
+
+/// `[residual]`: `scheme` or `scheme_file`, and any other key is a value for
+/// an option the scheme declares (checked when the scheme is instantiated).
+void readResidual(const std::string &path, const toml::table &table,
+                  ResidualSpec &residual) {
+  bool named = false;
+  for (const auto &[key, node] : table) {
+    std::string k(key.str()), at = where(path, key.source());
+    if (k == "scheme" || k == "scheme_file") {
+      if (!node.is_string())
+        throw InputError(at + ": [residual] " + k + " must be a string, found " +
+                         typeName(node));
+      if (named)
+        throw InputError(at + ": [residual] sets both scheme and scheme_file; "
+                              "keep one");
+      named = true;
+      residual.schemeWhere = at;
+      std::string value = node.as_string()->get();
+      if (k == "scheme") {
+        residual.scheme = value;
+        residual.schemeFile = librarySchemeFile(at, value);
+        continue;
+      }
+      std::filesystem::path file(value);
+      if (file.is_relative())
+        file = std::filesystem::path(path).parent_path() / file;
+      if (!std::filesystem::is_regular_file(file))
+        throw InputError(at + ": [residual] scheme_file '" + value +
+                         "' does not exist (looked for " + file.string() +
+                         "; a relative path is relative to the spec)");
+      residual.scheme.clear();
+      residual.schemeFile = file.string();
+      continue;
+    }
+    SchemeOption option{k, SchemeOption::Kind::Integer, 0, 0, at};
+    if (node.is_integer()) {
+      option.integer = node.as_integer()->get();
+    } else if (node.is_floating_point()) {
+      option.kind = SchemeOption::Kind::Number;
+      option.number = node.as_floating_point()->get();
+    } else if (node.is_boolean()) {
+      option.kind = SchemeOption::Kind::Boolean;
+      option.integer = node.as_boolean()->get();
+    } else {
+      throw InputError(at + ": [residual] " + k +
+                       " must be an integer, a number or a boolean (a scheme "
+                       "option), found " +
+                       typeName(node));
+    }
+    residual.options.push_back(std::move(option));
+  }
+}
+
 void validate(const ModelSpec &s, const KeyLocations &locations) {
   Validator require{s.path, locations};
   const ModelShape &m = s.model;
@@ -187,9 +252,6 @@ void validate(const ModelSpec &s, const KeyLocations &locations) {
   require(m.seqLen > 0, "[model] seq_len must be set to a positive integer");
   require(m.normEps >= 0, "[model] norm_eps must be non-negative");
   require(m.ropeTheta > 0, "[model] rope_theta must be positive");
-  require(s.residual.scheme == "preln", "[residual] scheme '" +
-                                            s.residual.scheme +
-                                            "' is not known; available: preln");
   const TrainSpec &t = s.train;
   require(t.batch > 0, "[train] batch must be set to a positive integer");
   require(t.steps > 0, "[train] steps must be set to a positive integer");
@@ -210,6 +272,12 @@ void validate(const ModelSpec &s, const KeyLocations &locations) {
 }
 
 } // namespace
+
+std::string schemeLibraryDirectory() {
+  if (const char *dir = std::getenv("DRC_SCHEMES"))
+    return dir;
+  return DRC_SCHEMES_DIR;
+}
 
 int64_t defaultFFNWidth(int64_t dModel) {
   return 16 * ((8 * dModel + 47) / 48);
@@ -253,7 +321,12 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
        integer("seq_len", m.seqLen), number("norm_eps", m.normEps),
        number("rope_theta", m.ropeTheta)}));
   sections.push_back(
-      section("residual", {string("scheme", spec.residual.scheme)}));
+      {"residual", "a table", [&](const toml::node &n) {
+         if (!n.is_table())
+           return false;
+         readResidual(path, *n.as_table(), spec.residual);
+         return true;
+       }});
   sections.push_back(section(
       "train",
       {integer("batch", t.batch), integer("steps", t.steps), number("lr", t.lr),
@@ -271,6 +344,8 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
                        "] table (docs/spec.md lists its keys)");
 
   m.dFF = dFFSet ? dFF : defaultFFNWidth(m.dModel);
+  if (spec.residual.schemeFile.empty())
+    spec.residual.schemeFile = librarySchemeFile(path, spec.residual.scheme);
   validate(spec, locations);
   return spec;
 }
@@ -287,7 +362,13 @@ ModelSpec loadModelSpec(const std::string &path) {
 std::string modelFingerprint(const ModelSpec &spec) {
   const ModelShape &m = spec.model;
   std::ostringstream os;
-  os << spec.residual.scheme << ";V=" << m.vocab << ";d=" << m.dModel
+  os << (spec.residual.scheme.empty() ? "file:" + spec.residual.schemeFile
+                                      : spec.residual.scheme);
+  for (const SchemeOption &o : spec.residual.options)
+    os << ";" << o.name << "="
+       << (o.kind == SchemeOption::Kind::Number ? std::to_string(o.number)
+                                                : std::to_string(o.integer));
+  os << ";V=" << m.vocab << ";d=" << m.dModel
      << ";L=" << m.nLayer << ";H=" << m.nHead << ";ff=" << m.dFF;
   return os.str();
 }

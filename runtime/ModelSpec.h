@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace drc {
 
@@ -26,9 +27,25 @@ struct ModelShape {
   double ropeTheta = 10000.0;
 };
 
-/// The residual topology and its options.
+/// A value set for a scheme option in `[residual]` (docs/spec.md).
+struct SchemeOption {
+  enum class Kind { Integer, Number, Boolean };
+  std::string name;
+  Kind kind = Kind::Integer;
+  int64_t integer = 0; ///< Integer and Boolean (0/1)
+  double number = 0;   ///< Number
+  std::string where;   ///< "spec.toml:line:col", for messages
+};
+
+/// The residual topology and its options: a library scheme by name
+/// (schemeLibraryDirectory()/NAME.mlir) or a user's scheme file, plus values
+/// for the options the scheme declares. Options are checked against the
+/// scheme when it is instantiated.
 struct ResidualSpec {
-  std::string scheme = "preln";
+  std::string scheme = "preln"; ///< empty for a user's scheme_file
+  std::string schemeFile;       ///< the file either way, resolved
+  std::string schemeWhere; ///< where scheme or scheme_file was set
+  std::vector<SchemeOption> options;
 };
 
 /// The training recipe (ARCHITECTURES.md §1.3-1.4).
@@ -59,6 +76,10 @@ struct ModelSpec {
   /// Tokens per training step.
   int64_t tokensPerStep() const { return train.batch * model.seqLen; }
 };
+
+/// Where library schemes live: $DRC_SCHEMES, or the source tree's
+/// models/schemes.
+std::string schemeLibraryDirectory();
 
 /// The default FFN width of ARCHITECTURES.md: 8d/3 rounded up to 16.
 int64_t defaultFFNWidth(int64_t dModel);

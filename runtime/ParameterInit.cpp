@@ -90,6 +90,9 @@ void initParameter(const ParameterInfo &p, uint64_t seed, float *values) {
     for (int64_t i = 0; i < n; ++i)
       values[i] = float(p.init.value);
     return;
+  case Init::Kind::Values:
+    std::copy(p.init.values.begin(), p.init.values.end(), values);
+    return;
   case Init::Kind::TruncNormal: {
     // ParameterTable::add guarantees clip >= stddev/2, so at least 30% of
     // attempts succeed (pi/4 for the polar method times P(|Z| <= 1/2)) and

@@ -46,7 +46,7 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
   }
 }
 
-/// Parses `trunc_normal(s,c)`, `constant(v)` or `zeros`.
+/// Parses `trunc_normal(s,c)`, `constant(v)`, `zeros` or `values(a,b,...)`.
 bool parseInit(std::string_view text, Init &init) {
   if (text == "zeros") {
     init = Init::zeros();
@@ -72,6 +72,10 @@ bool parseInit(std::string_view text, Init &init) {
     init = Init::constant(values[0]);
     return true;
   }
+  if (kind == "values") {
+    init = Init::fromValues(std::vector<float>(values.begin(), values.end()));
+    return true;
+  }
   return false;
 }
 
@@ -86,6 +90,12 @@ std::string toString(const Init &init) {
     return "constant(" + formatNumber(init.value) + ")";
   case Init::Kind::Zeros:
     return "zeros";
+  case Init::Kind::Values: {
+    std::string text = "values(";
+    for (size_t i = 0; i < init.values.size(); ++i)
+      text += (i ? "," : "") + formatNumber(init.values[i]);
+    return text + ")";
+  }
   }
   throw Error("unknown Init kind");
 }
@@ -151,6 +161,14 @@ const ParameterInfo &ParameterTable::add(std::string name,
                      "; std must be positive and clip at least std/2");
   if (init.kind == Init::Kind::Constant && !std::isfinite(init.value))
     throw InputError("parameter '" + name + "' has a non-finite constant init");
+  if (init.kind == Init::Kind::Values &&
+      (int64_t(init.values.size()) != n ||
+       !std::all_of(init.values.begin(), init.values.end(),
+                    [](float v) { return std::isfinite(v); })))
+    throw InputError("parameter '" + name + "' has shape " +
+                     formatShape(shape) + " but " +
+                     std::to_string(init.values.size()) +
+                     " initial values, or a non-finite one");
   ParameterInfo info{std::move(name), std::move(shape), total, init, decay};
   total = alignUp(total + n);
   params.push_back(std::move(info));
@@ -253,7 +271,7 @@ void ParameterTable::parseLine(std::string_view line,
                  std::string(value) + "'" +
                  (key == "shape"   ? " (expected e.g. 64x64 or scalar)"
                   : key == "init"  ? " (expected trunc_normal(std,clip), "
-                                     "constant(v) or zeros)"
+                                     "constant(v), zeros or values(...))"
                   : key == "decay" ? " (expected 0 or 1)"
                                    : ""));
   }

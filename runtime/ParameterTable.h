@@ -26,24 +26,31 @@ struct Init {
     Constant,
     /// Every value is 0.
     Zeros,
+    /// Given values, row-major (static residual coefficients such as HC's
+    /// A0, which depend on the sublayer).
+    Values,
   };
   Kind kind = Kind::Zeros;
-  double stddev = 0; ///< TruncNormal only
-  double clip = 0;   ///< TruncNormal only
-  double value = 0;  ///< Constant only
+  double stddev = 0;         ///< TruncNormal only
+  double clip = 0;           ///< TruncNormal only
+  double value = 0;          ///< Constant only
+  std::vector<float> values; ///< Values only
 
   static Init truncNormal(double stddev, double clip) {
-    return {Kind::TruncNormal, stddev, clip, 0};
+    return {Kind::TruncNormal, stddev, clip, 0, {}};
   }
-  static Init constant(double value) { return {Kind::Constant, 0, 0, value}; }
-  static Init zeros() { return {Kind::Zeros, 0, 0, 0}; }
+  static Init constant(double value) { return {Kind::Constant, 0, 0, value, {}}; }
+  static Init zeros() { return {Kind::Zeros, 0, 0, 0, {}}; }
   static Init ones() { return constant(1); }
+  static Init fromValues(std::vector<float> values) {
+    return {Kind::Values, 0, 0, 0, std::move(values)};
+  }
 
   bool operator==(const Init &) const = default;
 };
 
 /// The text form used in manifests: `trunc_normal(0.02,0.06)`,
-/// `constant(1)` or `zeros`.
+/// `constant(1)`, `zeros` or `values(1,0,...)`.
 std::string toString(const Init &init);
 
 /// One parameter: a dense fp32 tensor, row-major, at `offset` floats into the

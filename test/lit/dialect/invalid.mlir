@@ -5,8 +5,18 @@ drc.param @w : tensor<4x4xf32> init #drc.init<trunc_normal(-0.02, 0.06)>
 
 // -----
 
-// expected-error @+1 {{unknown initialiser 'uniform'; expected trunc_normal(std, clip) or constant(value)}}
+// expected-error @+1 {{unknown initialiser 'uniform'; expected trunc_normal(std, clip), constant(value), zeros, ones, matrix or values(dense<...>)}}
 drc.param @w : tensor<4x4xf32> init #drc.init<uniform(0.1)>
+
+// -----
+
+// expected-error @+1 {{parameter @w: `matrix` is resolved by instantiation; a declared parameter needs trunc_normal(std, clip)}}
+drc.param @w : tensor<4x4xf32> init #drc.init<matrix>
+
+// -----
+
+// expected-error @+1 {{parameter @w of type 'tensor<2x2xf32>' has initial values of type 'tensor<4xf32>'}}
+drc.param @w : tensor<2x2xf32> init #drc.init<values(dense<[1.0, 0.0, 0.0, 1.0]> : tensor<4xf32>)>
 
 // -----
 

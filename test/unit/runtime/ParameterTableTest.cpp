@@ -109,7 +109,7 @@ TEST_CASE("bad manifest lines are InputErrors naming file:line",
   CHECK(errorFor("param x shape=4 offset=16 init=trunc_normal(0.02) "
                  "decay=1") ==
         "model.manifest:3: parameter 'x': bad init 'trunc_normal(0.02)' "
-        "(expected trunc_normal(std,clip), constant(v) or zeros)");
+        "(expected trunc_normal(std,clip), constant(v), zeros or values(...))");
   CHECK(errorFor("param x shape=4 offset=16 init=zeros decay=yes") ==
         "model.manifest:3: parameter 'x': bad decay 'yes' (expected 0 or 1)");
   CHECK(errorFor("param x shape=4 offset=8 init=zeros decay=1") ==

@@ -1,0 +1,508 @@
+//===- SchemeInstantiation.cpp - Residual scheme templates ---------------===//
+#include "dialect/SchemeInstantiation.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+FailureOr<Scheme> Scheme::load(MLIRContext &context, StringRef path,
+                               StringRef name) {
+  // Templates have dynamic shapes that the op verifiers (written for
+  // instantiated, static IR) would reject: each op is verified once it is
+  // instantiated instead.
+  ParserConfig config(&context, /*verifyAfterParse=*/false);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, config);
+  if (!module)
+    return failure();
+  Scheme scheme;
+  Attribute options = (*module)->getAttr("drc.options");
+  if (options && !isa<DictionaryAttr>(options))
+    return (*module)->emitError()
+           << "drc.options must be a dictionary of option defaults, e.g. "
+              "{streams = 4, dynamic = true}";
+  scheme.options = options ? cast<DictionaryAttr>(options)
+                           : DictionaryAttr::get(&context);
+  for (NamedAttribute option : scheme.options)
+    if (!isa<IntegerAttr, FloatAttr, BoolAttr>(option.getValue()))
+      return (*module)->emitError()
+             << "option '" << option.getName().getValue()
+             << "' must default to an integer, a float or a boolean";
+  scheme.module = std::move(module);
+  scheme.name = name.str();
+  return scheme;
+}
+
+namespace {
+
+std::optional<int64_t> constantInt(Value v) {
+  APInt value;
+  if (v && matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return std::nullopt;
+}
+
+Attribute constantOf(Value v) {
+  Attribute attr;
+  if (v && matchPattern(v, m_Constant(&attr)))
+    return attr;
+  return {};
+}
+
+/// Whether `op` is scalar compile-time arithmetic the instantiator folds.
+bool isCompileTimeArithmetic(Operation &op) {
+  return isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) &&
+         llvm::none_of(op.getResultTypes(), llvm::IsaPred<ShapedType>);
+}
+
+std::string describe(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+RankedTensorType withShape(ArrayRef<int64_t> shape, Type element) {
+  return RankedTensorType::get(shape, element);
+}
+
+/// Gives a cloned op its static result type from its (static) operands, or
+/// from the static sizes its template result type already states.
+LogicalResult refineResultType(Operation *op, Type element) {
+  if (op->getNumResults() != 1)
+    return success(llvm::all_of(op->getResultTypes(), [](Type t) {
+      auto shaped = dyn_cast<ShapedType>(t);
+      return !shaped || shaped.hasStaticShape();
+    }));
+  auto declared = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!declared)
+    return success();
+  auto shapeOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  auto sameAsInput = [&]() -> FailureOr<SmallVector<int64_t>> {
+    return SmallVector<int64_t>(shapeOf(op->getOperand(0)));
+  };
+  FailureOr<SmallVector<int64_t>> shape =
+      llvm::TypeSwitch<Operation *, FailureOr<SmallVector<int64_t>>>(op)
+          .Case<RMSNormOp, CenterOp, AddOp, SquashOp, ScaleOp, ShiftOp,
+                SoftmaxOp>([&](Operation *) { return sameAsInput(); })
+          .Case([&](MixOp mix) -> FailureOr<SmallVector<int64_t>> {
+            auto in = shapeOf(mix.getInput()), coef = shapeOf(mix.getCoef());
+            if (in.size() != 3 || coef.size() < 2)
+              return failure();
+            int64_t out = mix.getTransposeCoef() ? coef[coef.size() - 2]
+                                                 : coef.back();
+            return SmallVector<int64_t>{in[0], out, in[2]};
+          })
+          .Case([&](AppendOp append) -> FailureOr<SmallVector<int64_t>> {
+            SmallVector<int64_t> out(shapeOf(append.getInputs().front()));
+            if (out.size() != 3)
+              return failure();
+            out[1] = 0;
+            for (Value in : append.getInputs())
+              out[1] += shapeOf(in)[1];
+            return out;
+          })
+          .Case([&](RowsOp rows) -> FailureOr<SmallVector<int64_t>> {
+            SmallVector<int64_t> out(shapeOf(rows.getInput()));
+            if (out.size() != 3 || declared.getRank() != 3 ||
+                declared.isDynamicDim(1))
+              return failure();
+            out[1] = declared.getDimSize(1);
+            return out;
+          })
+          .Case([&](LinearOp linear) -> FailureOr<SmallVector<int64_t>> {
+            SmallVector<int64_t> out(shapeOf(linear.getInput()));
+            out.back() = shapeOf(linear.getWeight())[0];
+            return out;
+          })
+          .Case([&](ViewOp view) -> FailureOr<SmallVector<int64_t>> {
+            // The token dimension is kept; one other dimension may be left
+            // dynamic and is inferred from the element count.
+            auto in = shapeOf(view.getInput());
+            SmallVector<int64_t> out(declared.getShape());
+            out[0] = in[0];
+            int64_t known = 1, perToken = 1, unknown = -1;
+            for (int64_t d : in.drop_front())
+              perToken *= d;
+            for (size_t i = 1; i < out.size(); ++i) {
+              if (ShapedType::isDynamic(out[i])) {
+                if (unknown >= 0)
+                  return failure();
+                unknown = i;
+              } else {
+                known *= out[i];
+              }
+            }
+            if (unknown >= 0)
+              out[unknown] = known > 0 ? perToken / known : 0;
+            return out;
+          })
+          .Default([&](Operation *) -> FailureOr<SmallVector<int64_t>> {
+            if (!declared.hasStaticShape())
+              return failure();
+            return SmallVector<int64_t>(declared.getShape());
+          });
+  if (failed(shape))
+    return op->emitError()
+           << "cannot infer the static type of this '" << op->getName()
+           << "' in a scheme from its operands; state the result's sizes "
+              "(all but one dynamic dimension for drc.view, the row count "
+              "for drc.rows)";
+  op->getResult(0).setType(withShape(*shape, element));
+  return success();
+}
+
+} // namespace
+
+struct SchemeInstantiator::Frame {
+  OpBuilder &b;
+  const StaticValues &statics;
+  std::string prefix;
+  int depth = 0;
+};
+
+SchemeInstantiator::SchemeInstantiator(const Scheme &scheme, Type element,
+                                       InitAttr matrix, FloatAttr normEps,
+                                       DeclareParam declare)
+    : scheme(scheme), element(element), matrix(matrix), normEps(normEps),
+      declare(std::move(declare)) {}
+
+bool SchemeInstantiator::has(StringRef function) const {
+  return static_cast<bool>(
+      scheme.module.get().lookupSymbol<func::FuncOp>(function));
+}
+
+FailureOr<SmallVector<Value>>
+SchemeInstantiator::call(OpBuilder &b, StringRef function, ValueRange args,
+                         const StaticValues &statics, StringRef prefix,
+                         StringRef context) {
+  MLIRContext *ctx = element.getContext();
+  std::string note = "while instantiating @" + function.str() + " of scheme " +
+                     scheme.name + " for " + context.str();
+  ScopedDiagnosticHandler attachContext(ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      diag.attachNote() << note;
+    return failure(); // let the outer handler report it
+  });
+  Frame frame{b, statics, prefix.str()};
+  return inlineFunction(frame, nullptr, function, args);
+}
+
+FailureOr<SmallVector<Value>>
+SchemeInstantiator::inlineFunction(Frame &frame, Operation *caller,
+                                   StringRef name, ValueRange args) {
+  auto fn = scheme.module.get().lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    InFlightDiagnostic diag = caller ? caller->emitError()
+                                     : scheme.module.get().emitError();
+    return diag << "scheme " << scheme.name << " has no function @" << name;
+  }
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return fn.emitError() << "@" << name
+                          << " must have a body of one block of "
+                             "straight-line code (use scf.if for choices)";
+  if (fn.getNumArguments() != args.size())
+    return fn.emitError() << "@" << name << " takes " << fn.getNumArguments()
+                          << " arguments but is called with " << args.size();
+  if (++frame.depth > 32)
+    return fn.emitError() << "calls nest more than 32 deep; is @" << name
+                          << " recursive?";
+  IRMapping map;
+  for (auto [arg, value] : llvm::zip(fn.getArguments(), args)) {
+    auto want = dyn_cast<RankedTensorType>(arg.getType());
+    auto have = dyn_cast<RankedTensorType>(value.getType());
+    if (want && have &&
+        (want.getRank() != have.getRank() ||
+         llvm::any_of(llvm::zip(want.getShape(), have.getShape()),
+                      [](auto dims) {
+                        auto [w, h] = dims;
+                        return !ShapedType::isDynamic(w) && w != h;
+                      })))
+      return fn.emitError() << "@" << name << " argument "
+                            << arg.getArgNumber() << " is declared "
+                            << arg.getType() << " but receives "
+                            << value.getType();
+    map.map(arg, value);
+  }
+  SmallVector<Value> results;
+  if (failed(cloneBlock(frame, fn.getBody().front(), map, results)))
+    return failure();
+  --frame.depth;
+  return results;
+}
+
+LogicalResult SchemeInstantiator::cloneBlock(Frame &frame, Block &block,
+                                             IRMapping &map,
+                                             SmallVectorImpl<Value> &yielded) {
+  for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      for (Value v : op.getOperands())
+        yielded.push_back(map.lookup(v));
+      return success();
+    }
+    if (failed(visit(frame, op, map)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
+                                        IRMapping &map) {
+  OpBuilder &b = frame.b;
+  if (auto stat = dyn_cast<StaticOp>(op)) {
+    StringAttr name = stat.getNameAttr();
+    Attribute value = frame.statics.lookup(name);
+    if (!value) {
+      std::string known;
+      for (auto &[n, v] : frame.statics)
+        known += (known.empty() ? "" : ", ") + n.getValue().str();
+      return op.emitError() << "no compile-time value named '"
+                            << name.getValue() << "' here (known: " << known
+                            << ")";
+    }
+    Type type = stat.getType();
+    TypedAttr typed;
+    if (type.isIndex() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value))
+      typed = b.getIndexAttr(cast<IntegerAttr>(value).getInt());
+    else if (type.isF64() && isa<FloatAttr>(value))
+      typed = b.getF64FloatAttr(cast<FloatAttr>(value).getValueAsDouble());
+    else if (type.isF64() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value))
+      typed = b.getF64FloatAttr(double(cast<IntegerAttr>(value).getInt()));
+    else if (type.isInteger(1) && isa<BoolAttr>(value))
+      typed = b.getBoolAttr(cast<BoolAttr>(value).getValue());
+    else
+      return op.emitError() << "'" << name.getValue() << "' is " << value
+                            << ", which cannot be read as " << type;
+    map.map(stat.getResult(),
+            arith::ConstantOp::create(b, op.getLoc(), typed).getResult());
+    return success();
+  }
+  if (auto weight = dyn_cast<WeightOp>(op))
+    return declareWeight(frame, weight, map);
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    SmallVector<Value> args;
+    for (Value v : call.getOperands())
+      args.push_back(map.lookup(v));
+    FailureOr<SmallVector<Value>> results =
+        inlineFunction(frame, call, call.getCallee(), args);
+    if (failed(results))
+      return failure();
+    if (results->size() != call.getNumResults())
+      return call.emitError() << "@" << call.getCallee() << " returns "
+                              << results->size() << " values, not "
+                              << call.getNumResults();
+    map.map(call.getResults(), *results);
+    return success();
+  }
+  if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+    std::optional<int64_t> cond = constantInt(map.lookup(ifOp.getCondition()));
+    if (!cond)
+      return op.emitError() << "the condition of scf.if in a scheme must be a "
+                               "compile-time value (drc.static and arithmetic "
+                               "on it)";
+    Region &taken = *cond ? ifOp.getThenRegion() : ifOp.getElseRegion();
+    SmallVector<Value> yielded;
+    if (!taken.empty() &&
+        failed(cloneBlock(frame, taken.front(), map, yielded)))
+      return failure();
+    if (yielded.size() != ifOp.getNumResults())
+      return op.emitError() << "the taken branch yields " << yielded.size()
+                            << " values for " << ifOp.getNumResults()
+                            << " results";
+    map.map(ifOp.getResults(), yielded);
+    return success();
+  }
+  if (isa<tensor::GenerateOp, tensor::FromElementsOp, tensor::SplatOp>(op))
+    return generate(frame, op, map);
+  if (isCompileTimeArithmetic(op))
+    return evaluate(frame, op, map);
+
+  Operation *clone = b.clone(op, map);
+  if (auto norm = dyn_cast<RMSNormOp>(clone);
+      norm && !cast<RMSNormOp>(op).getEpsAttr())
+    norm.setEpsAttr(normEps);
+  if (failed(refineResultType(clone, element)) || failed(verify(clone)))
+    return failure();
+  return success();
+}
+
+/// Folds scalar arithmetic on compile-time values to a constant.
+LogicalResult SchemeInstantiator::evaluate(Frame &frame, Operation &op,
+                                           IRMapping &map) {
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    map.map(constant.getResult(), frame.b.clone(op)->getResult(0));
+    return success();
+  }
+  SmallVector<Attribute> operands;
+  for (Value v : op.getOperands()) {
+    operands.push_back(constantOf(map.lookup(v)));
+    if (!operands.back())
+      return op.emitError() << "'" << op.getName()
+                            << "' in a scheme must compute a compile-time "
+                               "value; operand "
+                            << operands.size() - 1 << " is not one";
+  }
+  SmallVector<OpFoldResult> folded;
+  if (failed(op.fold(operands, folded)) ||
+      folded.size() != op.getNumResults())
+    return op.emitError() << "cannot evaluate '" << op.getName()
+                          << "' at compile time";
+  for (auto [result, value] : llvm::zip(op.getResults(), folded)) {
+    if (auto v = dyn_cast<Value>(value)) {
+      map.map(result, map.lookupOrDefault(v));
+      continue;
+    }
+    auto typed = dyn_cast<TypedAttr>(cast<Attribute>(value));
+    if (!typed)
+      return op.emitError() << "folded to a non-scalar value";
+    map.map(result,
+            arith::ConstantOp::create(frame.b, op.getLoc(), typed).getResult());
+  }
+  return success();
+}
+
+/// Evaluates a compile-time tensor (tensor.generate, from_elements, splat)
+/// to a dense constant of the model's float type.
+LogicalResult SchemeInstantiator::generate(Frame &frame, Operation &op,
+                                           IRMapping &map) {
+  auto declared = cast<RankedTensorType>(op.getResult(0).getType());
+  SmallVector<int64_t> shape(declared.getShape());
+  auto scalar = [&](Attribute attr) -> std::optional<double> {
+    if (auto f = dyn_cast_if_present<FloatAttr>(attr))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast_if_present<IntegerAttr>(attr))
+      return double(i.getValue().getSExtValue());
+    return std::nullopt;
+  };
+  auto notConstant = [&](StringRef what) {
+    return op.emitError() << what
+                          << " of a tensor in a scheme must be a compile-time "
+                             "value";
+  };
+  SmallVector<double> values;
+  if (auto gen = dyn_cast<tensor::GenerateOp>(op)) {
+    auto extents = gen.getDynamicExtents().begin();
+    for (int64_t &d : shape)
+      if (ShapedType::isDynamic(d)) {
+        std::optional<int64_t> e = constantInt(map.lookup(*extents++));
+        if (!e || *e < 1)
+          return notConstant("each dynamic size");
+        d = *e;
+      }
+    Block &body = gen.getBody().front();
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    for (int64_t flat = 0; flat < count; ++flat) {
+      DenseMap<Value, Attribute> env;
+      for (int64_t dim = shape.size() - 1, rest = flat; dim >= 0; --dim) {
+        env[body.getArgument(dim)] = frame.b.getIndexAttr(rest % shape[dim]);
+        rest /= shape[dim];
+      }
+      auto lookup = [&](Value v) {
+        Attribute a = env.lookup(v);
+        return a ? a : constantOf(map.lookupOrNull(v));
+      };
+      for (Operation &inner : body) {
+        if (auto yield = dyn_cast<tensor::YieldOp>(inner)) {
+          std::optional<double> v = scalar(lookup(yield.getValue()));
+          if (!v)
+            return notConstant("the yielded element");
+          values.push_back(*v);
+          break;
+        }
+        SmallVector<Attribute> operands;
+        for (Value v : inner.getOperands())
+          operands.push_back(lookup(v));
+        SmallVector<OpFoldResult> folded;
+        if (isa<arith::ConstantOp>(inner)) {
+          env[inner.getResult(0)] =
+              cast<arith::ConstantOp>(inner).getValueAttr();
+          continue;
+        }
+        if (llvm::is_contained(operands, Attribute()) ||
+            failed(inner.fold(operands, folded)) ||
+            folded.size() != inner.getNumResults())
+          return inner.emitError()
+                 << "cannot evaluate '" << inner.getName()
+                 << "' at compile time in the body of tensor.generate";
+        for (auto [r, f] : llvm::zip(inner.getResults(), folded))
+          env[r] = isa<Value>(f) ? lookup(cast<Value>(f)) : cast<Attribute>(f);
+      }
+    }
+  } else {
+    for (Value v : op.getOperands()) {
+      std::optional<double> s = scalar(constantOf(map.lookup(v)));
+      if (!s)
+        return notConstant("each element");
+      values.push_back(*s);
+    }
+    if (isa<tensor::SplatOp>(op)) {
+      int64_t count = declared.hasStaticShape() ? declared.getNumElements() : 0;
+      if (!declared.hasStaticShape())
+        return op.emitError() << "tensor.splat in a scheme needs a static "
+                                 "shape; use tensor.generate for sizes";
+      values.assign(count, values.front());
+    }
+  }
+  auto type = withShape(shape, element);
+  SmallVector<Attribute> elements;
+  for (double v : values)
+    elements.push_back(FloatAttr::get(element, v));
+  map.map(op.getResult(0),
+          arith::ConstantOp::create(frame.b, op.getLoc(), type,
+                                    DenseElementsAttr::get(type, elements))
+              .getResult());
+  return success();
+}
+
+LogicalResult SchemeInstantiator::declareWeight(Frame &frame, WeightOp op,
+                                                IRMapping &map) {
+  InitAttr init = op.getInitAttr();
+  SmallVector<int64_t> shape;
+  if (Value value = op.getValue()) {
+    auto dense = dyn_cast_if_present<DenseElementsAttr>(
+        constantOf(map.lookup(value)));
+    if (!dense)
+      return op.emitError() << "the initial value of a weight must be a "
+                               "compile-time tensor (tensor.generate)";
+    init = InitAttr::fromValues(dense);
+    shape.assign(dense.getType().getShape().begin(),
+                 dense.getType().getShape().end());
+  } else {
+    for (Value size : op.getSizes()) {
+      std::optional<int64_t> d = constantInt(map.lookup(size));
+      if (!d || *d < 1)
+        return op.emitError() << "weight '" << op.getName()
+                              << "': every size must be a positive "
+                                 "compile-time value";
+      shape.push_back(*d);
+    }
+    if (init.getKind() == InitKind::Matrix)
+      init = matrix;
+  }
+  auto declared = op.getType();
+  if (declared.getRank() != int64_t(shape.size()))
+    return op.emitError() << "weight '" << op.getName() << "' has "
+                          << shape.size() << " sizes but type "
+                          << describe(declared);
+  FailureOr<Value> ref =
+      declare(op.getLoc(), frame.prefix + op.getName().str(),
+              withShape(shape, element), init, op.getDecay());
+  if (failed(ref))
+    return failure();
+  map.map(op.getResult(), *ref);
+  return success();
+}
