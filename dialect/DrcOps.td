@@ -321,7 +321,8 @@ def Drc_WeightOp : Drc_Op<"weight", [AttrSizedOperandSegments]> {
   let summary = "declares a parameter of a scheme and reads it";
   let description = [{
     The name is the checkpoint tensor name, prefixed with the sublayer's
-    `blocks.B.attn.` or `blocks.B.ffn.` in a read or write. The shape is
+    `blocks.B.attn.` or `blocks.B.ffn.` in a read or write, with `embed.`
+    in @embed and `final.` in @readout. The shape is
     given by index sizes and the initialiser by `init` (`zeros`, `ones`,
     `constant(v)`, `trunc_normal(std, clip)`, or `matrix`: the spec's dense
     matrix init), or the initial value by a compile-time tensor after `=`.

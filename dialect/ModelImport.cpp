@@ -202,7 +202,7 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   SmallVector<Value> state{EmbedOp::create(b, loc, hidden, table, tokens)};
   if (residual.has("embed")) {
     FailureOr<SmallVector<Value>> s =
-        residual.call(b, "embed", state, *statics, "", "the embedding");
+        residual.call(b, "embed", state, *statics, "embed.", "the embedding");
     if (failed(s))
       return failure();
     state = std::move(*s);
@@ -252,7 +252,7 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   Value h = state.front();
   if (residual.has("readout")) {
     FailureOr<SmallVector<Value>> out =
-        residual.call(b, "readout", state, *statics, "", "the readout");
+        residual.call(b, "readout", state, *statics, "final.", "the readout");
     if (failed(out) || out->size() != 1)
       return failure();
     h = out->front();

@@ -164,6 +164,30 @@ LogicalResult refineResultType(Operation *op, Type element) {
   return success();
 }
 
+/// A scale by a compile-time scalar (LNS's 1/√ℓ, DeepNorm's c) becomes the
+/// op's constant factor: no operand to bind, nothing to differentiate.
+Value foldConstantScale(OpBuilder &b, Operation *op) {
+  auto scale = dyn_cast<ScaleOp>(op);
+  if (!scale || !scale.getScale())
+    return {};
+  auto value = dyn_cast_if_present<DenseElementsAttr>(
+      constantOf(scale.getScale()));
+  if (!value || !value.isSplat() || value.getType().getRank() != 0)
+    return {};
+  double factor = scale.getFactor().convertToDouble() *
+                  value.getSplatValue<APFloat>().convertToDouble();
+  if (factor == 1.0) { // LNS's block 0, KEEL's sublayer 1
+    Value input = scale.getInput();
+    op->erase();
+    return input;
+  }
+  auto folded = ScaleOp::create(b, op->getLoc(), scale.getType(),
+                                scale.getInput(), Value(),
+                                b.getF64FloatAttr(factor));
+  op->erase();
+  return folded;
+}
+
 } // namespace
 
 struct SchemeInstantiator::Frame {
@@ -306,6 +330,10 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     map.map(call.getResults(), *results);
     return success();
   }
+  if (auto cast = dyn_cast<tensor::CastOp>(op)) { // types are refined anyway
+    map.map(cast.getResult(), map.lookup(cast.getSource()));
+    return success();
+  }
   if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
     std::optional<int64_t> cond = constantInt(map.lookup(ifOp.getCondition()));
     if (!cond)
@@ -335,6 +363,8 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     norm.setEpsAttr(normEps);
   if (failed(refineResultType(clone, element)) || failed(verify(clone)))
     return failure();
+  if (Value folded = foldConstantScale(b, clone))
+    map.map(op.getResult(0), folded);
   return success();
 }
 
@@ -355,7 +385,12 @@ LogicalResult SchemeInstantiator::evaluate(Frame &frame, Operation &op,
                             << operands.size() - 1 << " is not one";
   }
   SmallVector<OpFoldResult> folded;
-  if (failed(op.fold(operands, folded)) ||
+  if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
+    // arith folds only exact truncations; a scheme's f32 constants round.
+    auto type = cast<FloatType>(trunc.getType());
+    folded.push_back(FloatAttr::get(
+        type, cast<FloatAttr>(operands[0]).getValueAsDouble()));
+  } else if (failed(op.fold(operands, folded)) ||
       folded.size() != op.getNumResults())
     return op.emitError() << "cannot evaluate '" << op.getName()
                           << "' at compile time";

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::drc {
 #define GEN_PASS_DEF_AUTODIFF
@@ -86,6 +87,15 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
       forward.push_back(b.clone(op, mapping));
     }
 
+    // Activity: only values that depend on a parameter need adjoints
+    // (constants, token ids and what is computed from them alone do not).
+    DenseSet<Value> active;
+    for (Operation *op : forward)
+      if (isa<ParamRefOp>(op) ||
+          llvm::any_of(op->getOperands(),
+                       [&](Value v) { return active.contains(v); }))
+        active.insert(op->result_begin(), op->result_end());
+
     // Backward: one reverse sweep over the forward ops.
     DenseMap<Value, Value> adjoints;
     llvm::MapVector<StringAttr, Value> paramGrads;
@@ -124,7 +134,7 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
       if (failed(differentiable.buildGradient(b, resultGrads, operandGrads)))
         return failure();
       for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
-        if (grad)
+        if (grad && active.contains(operand))
           accumulate(operand, grad, op->getLoc());
     }
 
@@ -145,6 +155,14 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
         b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
         b.getF64FloatAttr(weightDecay), b.getF64FloatAttr(maxGradNorm));
     func::ReturnOp::create(b, loc, ValueRange{lossValue, adamw.getGradNorm()});
+
+    // Gradient rules build every operand's adjoint; those of inactive
+    // operands are unused.
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : llvm::reverse(ops))
+      if (isOpTriviallyDead(op))
+        op->erase();
     return success();
   }
 };

@@ -44,6 +44,9 @@ Value parameterView(OpBuilder &b, Location loc, Value flat,
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   if (type.getRank() == 1)
     return view;
+  if (type.getRank() == 0) // a scalar: memref<1xf32> collapsed to memref<f32>
+    return memref::CollapseShapeOp::create(b, loc, view,
+                                           ArrayRef<ReassociationIndices>{});
   ReassociationIndices all;
   for (int64_t i = 0; i < type.getRank(); ++i)
     all.push_back(i);
