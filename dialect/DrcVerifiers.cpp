@@ -113,8 +113,8 @@ LogicalResult ParamOp::verify() {
                             "declared parameter needs trunc_normal(std, clip)";
   if (init.getKind() == InitKind::Values &&
       init.getValues().getType().getShape() != type.getShape())
-    return emitOpError() << "parameter @" << getSymName() << " of type "
-                         << type << " has initial values of type "
+    return emitOpError() << "parameter @" << getSymName() << " of type " << type
+                         << " has initial values of type "
                          << init.getValues().getType();
   return success();
 }

@@ -59,11 +59,11 @@ public:
     if (auto existing = module.lookupSymbol<ParamOp>(name)) {
       if (existing.getType() != type || existing.getInit() != init ||
           existing.getDecay() != decay)
-        return emitError(at) << "parameter '" << name
-                             << "' is declared again with a different type, "
-                                "init or weight-decay group (first: "
-                             << existing.getType() << " init "
-                             << existing.getInit() << ")";
+        return emitError(at)
+               << "parameter '" << name
+               << "' is declared again with a different type, "
+                  "init or weight-decay group (first: "
+               << existing.getType() << " init " << existing.getInit() << ")";
     } else {
       ParamOp::create(declare, at, name, type, init, decay);
     }
@@ -84,10 +84,9 @@ Location specLocation(MLIRContext &context, const std::string &where) {
   size_t line = col == std::string::npos ? col : where.rfind(':', col - 1);
   if (line == std::string::npos)
     return FileLineColLoc::get(&context, where, 1, 1);
-  return FileLineColLoc::get(
-      &context, where.substr(0, line),
-      std::stoul(where.substr(line + 1, col - line - 1)),
-      std::stoul(where.substr(col + 1)));
+  return FileLineColLoc::get(&context, where.substr(0, line),
+                             std::stoul(where.substr(line + 1, col - line - 1)),
+                             std::stoul(where.substr(col + 1)));
 }
 
 /// Built-in sizes plus the scheme's options, with the spec's values.
@@ -96,9 +95,11 @@ FailureOr<StaticValues> modelStatics(MLIRContext &context, const Scheme &scheme,
   Builder b(&context);
   const ::drc::ModelShape &m = spec.model;
   StaticValues statics;
-  for (auto [name, value] :
-       {std::pair<StringRef, int64_t>{"d", m.dModel}, {"L", m.nLayer},
-        {"n_head", m.nHead}, {"d_ff", m.dFF}, {"vocab", m.vocab}})
+  for (auto [name, value] : {std::pair<StringRef, int64_t>{"d", m.dModel},
+                             {"L", m.nLayer},
+                             {"n_head", m.nHead},
+                             {"d_ff", m.dFF},
+                             {"vocab", m.vocab}})
     statics[b.getStringAttr(name)] = b.getIndexAttr(value);
   for (NamedAttribute option : scheme.options)
     statics[option.getName()] = option.getValue();
@@ -177,8 +178,8 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     if (v.getType() == hidden)
       return success();
     return scheme->module->lookupSymbol(function)->emitError()
-           << "@" << function << " must give a hidden state of type "
-           << hidden << " (tokens x d_model), not " << v.getType();
+           << "@" << function << " must give a hidden state of type " << hidden
+           << " (tokens x d_model), not " << v.getType();
   };
 
   // DeepNorm-style schemes scale the init of the value and output
@@ -210,8 +211,8 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   for (int64_t k = 0; k < 2 * m.nLayer; ++k) {
     int64_t block = k / 2;
     bool attention = k % 2 == 0;
-    std::string prefix = "blocks." + std::to_string(block) +
-                         (attention ? ".attn." : ".ffn.");
+    std::string prefix =
+        "blocks." + std::to_string(block) + (attention ? ".attn." : ".ffn.");
     std::string context = "sublayer " + std::to_string(k) + " (block " +
                           std::to_string(block) +
                           (attention ? ", attention)" : ", FFN)");
@@ -231,10 +232,9 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
       Value wk = mb.matrix(prefix + "wk", {d, d});
       Value wv = mb.matrix(prefix + "wv", {d, d}, valueScale);
       Value wo = mb.matrix(prefix + "wo", {d, d}, valueScale);
-      f = AttentionOp::create(b, loc, hidden, u, wq, wk, wv, wo,
-                              b.getI64IntegerAttr(m.nHead),
-                              b.getI64IntegerAttr(m.seqLen),
-                              b.getF64FloatAttr(m.ropeTheta));
+      f = AttentionOp::create(
+          b, loc, hidden, u, wq, wk, wv, wo, b.getI64IntegerAttr(m.nHead),
+          b.getI64IntegerAttr(m.seqLen), b.getF64FloatAttr(m.ropeTheta));
     } else {
       Value w1 = mb.matrix(prefix + "w1", {m.dFF, d}, valueScale);
       Value w3 = mb.matrix(prefix + "w3", {m.dFF, d}, valueScale);

@@ -31,8 +31,8 @@ FailureOr<Scheme> Scheme::load(MLIRContext &context, StringRef path,
     return (*module)->emitError()
            << "drc.options must be a dictionary of option defaults, e.g. "
               "{streams = 4, dynamic = true}";
-  scheme.options = options ? cast<DictionaryAttr>(options)
-                           : DictionaryAttr::get(&context);
+  scheme.options =
+      options ? cast<DictionaryAttr>(options) : DictionaryAttr::get(&context);
   for (NamedAttribute option : scheme.options)
     if (!isa<IntegerAttr, FloatAttr, BoolAttr>(option.getValue()))
       return (*module)->emitError()
@@ -101,8 +101,8 @@ LogicalResult refineResultType(Operation *op, Type element) {
             auto in = shapeOf(mix.getInput()), coef = shapeOf(mix.getCoef());
             if (in.size() != 3 || coef.size() < 2)
               return failure();
-            int64_t out = mix.getTransposeCoef() ? coef[coef.size() - 2]
-                                                 : coef.back();
+            int64_t out =
+                mix.getTransposeCoef() ? coef[coef.size() - 2] : coef.back();
             return SmallVector<int64_t>{in[0], out, in[2]};
           })
           .Case([&](AppendOp append) -> FailureOr<SmallVector<int64_t>> {
@@ -170,8 +170,8 @@ Value foldConstantScale(OpBuilder &b, Operation *op) {
   auto scale = dyn_cast<ScaleOp>(op);
   if (!scale || !scale.getScale())
     return {};
-  auto value = dyn_cast_if_present<DenseElementsAttr>(
-      constantOf(scale.getScale()));
+  auto value =
+      dyn_cast_if_present<DenseElementsAttr>(constantOf(scale.getScale()));
   if (!value || !value.isSplat() || value.getType().getRank() != 0)
     return {};
   double factor = scale.getFactor().convertToDouble() *
@@ -181,9 +181,9 @@ Value foldConstantScale(OpBuilder &b, Operation *op) {
     op->erase();
     return input;
   }
-  auto folded = ScaleOp::create(b, op->getLoc(), scale.getType(),
-                                scale.getInput(), Value(),
-                                b.getF64FloatAttr(factor));
+  auto folded =
+      ScaleOp::create(b, op->getLoc(), scale.getType(), scale.getInput(),
+                      Value(), b.getF64FloatAttr(factor));
   op->erase();
   return folded;
 }
@@ -229,8 +229,8 @@ SchemeInstantiator::inlineFunction(Frame &frame, Operation *caller,
                                    StringRef name, ValueRange args) {
   auto fn = scheme.module.get().lookupSymbol<func::FuncOp>(name);
   if (!fn) {
-    InFlightDiagnostic diag = caller ? caller->emitError()
-                                     : scheme.module.get().emitError();
+    InFlightDiagnostic diag =
+        caller ? caller->emitError() : scheme.module.get().emitError();
     return diag << "scheme " << scheme.name << " has no function @" << name;
   }
   if (fn.isExternal() || !fn.getBody().hasOneBlock())
@@ -254,10 +254,9 @@ SchemeInstantiator::inlineFunction(Frame &frame, Operation *caller,
                         auto [w, h] = dims;
                         return !ShapedType::isDynamic(w) && w != h;
                       })))
-      return fn.emitError() << "@" << name << " argument "
-                            << arg.getArgNumber() << " is declared "
-                            << arg.getType() << " but receives "
-                            << value.getType();
+      return fn.emitError() << "@" << name << " argument " << arg.getArgNumber()
+                            << " is declared " << arg.getType()
+                            << " but receives " << value.getType();
     map.map(arg, value);
   }
   SmallVector<Value> results;
@@ -292,9 +291,9 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
       std::string known;
       for (auto &[n, v] : frame.statics)
         known += (known.empty() ? "" : ", ") + n.getValue().str();
-      return op.emitError() << "no compile-time value named '"
-                            << name.getValue() << "' here (known: " << known
-                            << ")";
+      return op.emitError()
+             << "no compile-time value named '" << name.getValue()
+             << "' here (known: " << known << ")";
     }
     Type type = stat.getType();
     TypedAttr typed;
@@ -324,9 +323,9 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     if (failed(results))
       return failure();
     if (results->size() != call.getNumResults())
-      return call.emitError() << "@" << call.getCallee() << " returns "
-                              << results->size() << " values, not "
-                              << call.getNumResults();
+      return call.emitError()
+             << "@" << call.getCallee() << " returns " << results->size()
+             << " values, not " << call.getNumResults();
     map.map(call.getResults(), *results);
     return success();
   }
@@ -346,9 +345,9 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
         failed(cloneBlock(frame, taken.front(), map, yielded)))
       return failure();
     if (yielded.size() != ifOp.getNumResults())
-      return op.emitError() << "the taken branch yields " << yielded.size()
-                            << " values for " << ifOp.getNumResults()
-                            << " results";
+      return op.emitError()
+             << "the taken branch yields " << yielded.size() << " values for "
+             << ifOp.getNumResults() << " results";
     map.map(ifOp.getResults(), yielded);
     return success();
   }
@@ -358,8 +357,7 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     return evaluate(frame, op, map);
 
   Operation *clone = b.clone(op, map);
-  if (auto norm = dyn_cast<RMSNormOp>(clone);
-      norm && !cast<RMSNormOp>(op).getEpsAttr())
+  if (auto norm = dyn_cast<RMSNormOp>(clone))
     norm.setEpsAttr(normEps);
   if (failed(refineResultType(clone, element)) || failed(verify(clone)))
     return failure();
@@ -388,10 +386,10 @@ LogicalResult SchemeInstantiator::evaluate(Frame &frame, Operation &op,
   if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
     // arith folds only exact truncations; a scheme's f32 constants round.
     auto type = cast<FloatType>(trunc.getType());
-    folded.push_back(FloatAttr::get(
-        type, cast<FloatAttr>(operands[0]).getValueAsDouble()));
+    folded.push_back(
+        FloatAttr::get(type, cast<FloatAttr>(operands[0]).getValueAsDouble()));
   } else if (failed(op.fold(operands, folded)) ||
-      folded.size() != op.getNumResults())
+             folded.size() != op.getNumResults())
     return op.emitError() << "cannot evaluate '" << op.getName()
                           << "' at compile time";
   for (auto [result, value] : llvm::zip(op.getResults(), folded)) {
@@ -508,8 +506,8 @@ LogicalResult SchemeInstantiator::declareWeight(Frame &frame, WeightOp op,
   InitAttr init = op.getInitAttr();
   SmallVector<int64_t> shape;
   if (Value value = op.getValue()) {
-    auto dense = dyn_cast_if_present<DenseElementsAttr>(
-        constantOf(map.lookup(value)));
+    auto dense =
+        dyn_cast_if_present<DenseElementsAttr>(constantOf(map.lookup(value)));
     if (!dense)
       return op.emitError() << "the initial value of a weight must be a "
                                "compile-time tensor (tensor.generate)";

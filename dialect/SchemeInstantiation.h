@@ -60,7 +60,7 @@ using DeclareParam = std::function<FailureOr<Value>(
 class SchemeInstantiator {
 public:
   /// `element` is the model's float type; `matrix` resolves `init matrix`;
-  /// `normEps` is the ε of every drc.rms_norm that does not set its own.
+  /// `normEps` (the spec's norm_eps) is the ε of every drc.rms_norm.
   SchemeInstantiator(const Scheme &scheme, Type element, InitAttr matrix,
                      FloatAttr normEps, DeclareParam declare);
 

@@ -91,9 +91,9 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
     // (constants, token ids and what is computed from them alone do not).
     DenseSet<Value> active;
     for (Operation *op : forward)
-      if (isa<ParamRefOp>(op) ||
-          llvm::any_of(op->getOperands(),
-                       [&](Value v) { return active.contains(v); }))
+      if (isa<ParamRefOp>(op) || llvm::any_of(op->getOperands(), [&](Value v) {
+            return active.contains(v);
+          }))
         active.insert(op->result_begin(), op->result_end());
 
     // Backward: one reverse sweep over the forward ops.

@@ -203,10 +203,9 @@ Value lowerCenter(KernelBuilder &k, CenterOp op) {
   rowMaps(k, rank, all, row, last);
   SmallVector<IteratorType> sumIts(rank - 1, kPar);
   sumIts.push_back(kRed);
-  Value sum = k.generic1(op.getInput(), k.filled(type.getShape().drop_back(), 0),
-                         {all, row}, sumIts, [&](Scalar &s, ValueRange a) {
-                           k.yield(s, s.add(a[1], a[0]));
-                         });
+  Value sum = k.generic1(
+      op.getInput(), k.filled(type.getShape().drop_back(), 0), {all, row},
+      sumIts, [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[1], a[0])); });
   return k.generic1({op.getInput(), sum}, k.empty(type.getShape()),
                     {all, row, all}, SmallVector<IteratorType>(rank, kPar),
                     [&](Scalar &s, ValueRange a) {

@@ -192,8 +192,8 @@ void readResidual(const std::string &path, const toml::table &table,
     std::string k(key.str()), at = where(path, key.source());
     if (k == "scheme" || k == "scheme_file") {
       if (!node.is_string())
-        throw InputError(at + ": [residual] " + k + " must be a string, found " +
-                         typeName(node));
+        throw InputError(at + ": [residual] " + k +
+                         " must be a string, found " + typeName(node));
       if (named)
         throw InputError(at + ": [residual] sets both scheme and scheme_file; "
                               "keep one");
@@ -320,13 +320,12 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
        integer("n_layer", m.nLayer), integer("n_head", m.nHead), dFFField,
        integer("seq_len", m.seqLen), number("norm_eps", m.normEps),
        number("rope_theta", m.ropeTheta)}));
-  sections.push_back(
-      {"residual", "a table", [&](const toml::node &n) {
-         if (!n.is_table())
-           return false;
-         readResidual(path, *n.as_table(), spec.residual);
-         return true;
-       }});
+  sections.push_back({"residual", "a table", [&](const toml::node &n) {
+                        if (!n.is_table())
+                          return false;
+                        readResidual(path, *n.as_table(), spec.residual);
+                        return true;
+                      }});
   sections.push_back(section(
       "train",
       {integer("batch", t.batch), integer("steps", t.steps), number("lr", t.lr),
@@ -368,8 +367,8 @@ std::string modelFingerprint(const ModelSpec &spec) {
     os << ";" << o.name << "="
        << (o.kind == SchemeOption::Kind::Number ? std::to_string(o.number)
                                                 : std::to_string(o.integer));
-  os << ";V=" << m.vocab << ";d=" << m.dModel
-     << ";L=" << m.nLayer << ";H=" << m.nHead << ";ff=" << m.dFF;
+  os << ";V=" << m.vocab << ";d=" << m.dModel << ";L=" << m.nLayer
+     << ";H=" << m.nHead << ";ff=" << m.dFF;
   return os.str();
 }
 

@@ -44,7 +44,7 @@ struct SchemeOption {
 struct ResidualSpec {
   std::string scheme = "preln"; ///< empty for a user's scheme_file
   std::string schemeFile;       ///< the file either way, resolved
-  std::string schemeWhere; ///< where scheme or scheme_file was set
+  std::string schemeWhere;      ///< where scheme or scheme_file was set
   std::vector<SchemeOption> options;
 };
 

@@ -39,7 +39,9 @@ struct Init {
   static Init truncNormal(double stddev, double clip) {
     return {Kind::TruncNormal, stddev, clip, 0, {}};
   }
-  static Init constant(double value) { return {Kind::Constant, 0, 0, value, {}}; }
+  static Init constant(double value) {
+    return {Kind::Constant, 0, 0, value, {}};
+  }
   static Init zeros() { return {Kind::Zeros, 0, 0, 0, {}}; }
   static Init ones() { return constant(1); }
   static Init fromValues(std::vector<float> values) {

@@ -8,7 +8,6 @@
 #include "CompilerTestSupport.h"
 
 #include "runtime/ModelSpec.h"
-#include "runtime/ParameterInit.h"
 #include "test/reference/PreLnReference.h"
 
 using namespace drc::test;
@@ -35,21 +34,6 @@ drc::reference::PreLnConfig referenceConfig(const drc::ModelSpec &spec) {
   const drc::ModelShape &m = spec.model;
   return {m.vocab,          m.dModel, m.nLayer,  m.nHead,    m.dFF,
           spec.train.batch, m.seqLen, m.normEps, m.ropeTheta};
-}
-
-/// Parameters drawn like training init but wider (std 0.3), so every
-/// nonlinearity is exercised away from its linear regime.
-std::vector<float> wideParameters(const drc::ParameterTable &table) {
-  std::vector<float> params(table.numElements(), 0.0f);
-  drc::ParameterTable wide;
-  for (const drc::ParameterInfo &p : table.parameters())
-    wide.add(p.name, p.shape,
-             p.init.kind == drc::Init::Kind::TruncNormal
-                 ? drc::Init::truncNormal(0.3, 0.9)
-                 : drc::Init::truncNormal(1.0, 2.0),
-             p.decay);
-  drc::initParameters(wide, 5, params.data());
-  return params;
 }
 
 drc::reference::PreLnParameters toReference(const drc::ParameterTable &table,

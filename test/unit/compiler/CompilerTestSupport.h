@@ -10,6 +10,7 @@
 
 #include "codegen/ModelCompiler.h"
 #include "codegen/Registration.h"
+#include "runtime/ParameterInit.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -68,6 +69,22 @@ struct F64Program {
     return grads;
   }
 };
+
+/// Parameters drawn like training init but wider (std 0.3 for matrices, 1
+/// for gains and coefficients), so every nonlinearity is exercised away from
+/// its linear regime and no coefficient sits at a special value.
+inline std::vector<float> wideParameters(const ParameterTable &table) {
+  std::vector<float> params(table.numElements(), 0.0f);
+  ParameterTable wide;
+  for (const ParameterInfo &p : table.parameters())
+    wide.add(p.name, p.shape,
+             p.init.kind == Init::Kind::TruncNormal
+                 ? Init::truncNormal(0.3, 0.9)
+                 : Init::truncNormal(1.0, 2.0),
+             p.decay);
+  initParameters(wide, 5, params.data());
+  return params;
+}
 
 inline std::vector<int32_t> randomTokens(size_t n, int32_t vocab,
                                          uint32_t seed) {
