@@ -212,8 +212,9 @@ def Drc_RowsOp : Drc_DiffOp<"rows"> {
 def Drc_SquashOp : Drc_DiffOp<"squash", [SameOperandsAndResultType]> {
   let summary = "bounded elementwise squash: y = scale * g(x / temperature)";
   let description = [{
-    g is `tanh` or `sigmoid`: the squashes of dynamic residual coefficients
-    (HC's tanh, VWN's tanh(./sqrt(d_b)), mHC's sigmoid and 2*sigmoid).
+    g is `tanh`, `sigmoid` or `exp`: the squashes of dynamic residual
+    coefficients (HC's tanh, VWN's tanh(./sqrt(d_b)), mHC's sigmoid and
+    2*sigmoid, and the exp that starts its Sinkhorn-Knopp iteration).
   }];
   let arguments = (ins Drc_FloatTensor:$input, StrAttr:$kind,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
@@ -263,17 +264,33 @@ def Drc_SoftmaxOp : Drc_DiffOp<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Drc_NormalizeOp : Drc_DiffOp<"normalize", [SameOperandsAndResultType]> {
+  let summary = "divides by the sum along one dimension: y = x / (sum(x) + eps)";
+  let description = [{
+    Along `axis` of a static tensor. One Sinkhorn-Knopp half-step on
+    per-token matrices [N, n, n] is `normalize {axis = 1}` (each column) or
+    `{axis = 2}` (each row); mHC adds eps = 1e-6 to each denominator.
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Drc_ViewOp : Drc_DiffOp<"view"> {
   let summary = "reinterprets each token's values with another shape";
   let description = [{
     Keeps the leading token dimension and the row-major order of each
     token's elements: a hidden state tensor<N x d> is the one-row set
     tensor<N x 1 x d>, and VWN's m segments tensor<N x m x d/m> are the
-    width-d vector tensor<N x d>.
+    width-d vector tensor<N x d>. In a scheme, `[sizes]` gives the result's
+    dynamic dimensions after the token one (one may be left out and is
+    inferred); instantiation turns them into the static type.
   }];
-  let arguments = (ins Drc_FloatTensor:$input);
+  let arguments = (ins Drc_FloatTensor:$input, Variadic<Index>:$sizes);
   let results = (outs Drc_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$input (`[` $sizes^ `]`)? attr-dict `:` functional-type($input, results)";
   let hasVerifier = 1;
 }
 
@@ -425,6 +442,14 @@ def Drc_SoftmaxGradOp : Drc_Op<"softmax_grad", [Pure]> {
                        I64Attr:$axis);
   let results = (outs Drc_FloatTensor:$input_grad);
   let assemblyFormat = "$result `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_NormalizeGradOp : Drc_Op<"normalize_grad", [Pure]> {
+  let summary = "input adjoint of normalize: (dy - sum(dy y)) / (sum(x) + eps)";
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$result_grad,
+                       I64Attr:$axis, F64Attr:$eps);
+  let results = (outs Drc_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `grad` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
 def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {

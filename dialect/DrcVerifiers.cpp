@@ -328,6 +328,9 @@ LogicalResult MixOp::verify() {
 
 LogicalResult ViewOp::verify() {
   RankedTensorType input = ranked(getInput()), result = ranked(getResult());
+  if (!getSizes().empty())
+    return emitOpError() << "sizes are for schemes (instantiation makes them "
+                            "the static result type)";
   if (!input.hasStaticShape() || !result.hasStaticShape() ||
       input.getRank() < 2 || result.getRank() < 2)
     return emitOpError() << "views static tensors of rank >= 2 (tokens "
@@ -390,9 +393,9 @@ LogicalResult RowsOp::verify() {
 }
 
 LogicalResult SquashOp::verify() {
-  if (getKind() != "tanh" && getKind() != "sigmoid")
+  if (getKind() != "tanh" && getKind() != "sigmoid" && getKind() != "exp")
     return emitOpError() << "unknown squash '" << getKind()
-                         << "'; expected \"tanh\" or \"sigmoid\"";
+                         << "'; expected \"tanh\", \"sigmoid\" or \"exp\"";
   if (!(getTemperature().convertToDouble() > 0))
     return emitOpError() << "temperature must be positive, found "
                          << getTemperature().convertToDouble();
@@ -432,12 +435,24 @@ LogicalResult SumLeadingOp::verify() {
   return expectSuffix(*this, getResult(), "result", getInput());
 }
 
-LogicalResult SoftmaxOp::verify() {
-  RankedTensorType type = ranked(getInput());
+/// A reduction along `axis` of a static tensor (softmax, normalize).
+static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis) {
+  RankedTensorType type = ranked(input);
   if (!type.hasStaticShape())
-    return emitOpError() << "input must have a static shape, found " << type;
-  if (getAxis() < 0 || getAxis() >= type.getRank())
-    return emitOpError() << "axis " << getAxis() << " is not a dimension of "
-                         << type;
+    return op->emitOpError() << "input must have a static shape, found "
+                             << type;
+  if (axis < 0 || axis >= type.getRank())
+    return op->emitOpError() << "axis " << axis << " is not a dimension of "
+                             << type;
   return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getInput(), getAxis());
+}
+
+LogicalResult NormalizeOp::verify() {
+  if (!(getEps().convertToDouble() >= 0))
+    return emitOpError() << "eps must be non-negative";
+  return verifyAxis(*this, getInput(), getAxis());
 }

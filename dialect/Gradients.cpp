@@ -119,7 +119,8 @@ LogicalResult MixOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult ViewOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
-      ViewOp::create(b, getLoc(), getInput().getType(), resultGrads[0]));
+      ViewOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                     ValueRange()));
   return success();
 }
 
@@ -188,5 +189,13 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult CenterOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CenterOp::create(b, getLoc(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult NormalizeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      NormalizeGradOp::create(b, getLoc(), getType(), getInput(),
+                              resultGrads[0], getAxisAttr(), getEpsAttr()));
   return success();
 }

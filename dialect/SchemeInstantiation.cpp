@@ -96,7 +96,7 @@ LogicalResult refineResultType(Operation *op, Type element) {
   FailureOr<SmallVector<int64_t>> shape =
       llvm::TypeSwitch<Operation *, FailureOr<SmallVector<int64_t>>>(op)
           .Case<RMSNormOp, CenterOp, AddOp, SquashOp, ScaleOp, ShiftOp,
-                SoftmaxOp>([&](Operation *) { return sameAsInput(); })
+                SoftmaxOp, NormalizeOp>([&](Operation *) { return sameAsInput(); })
           .Case([&](MixOp mix) -> FailureOr<SmallVector<int64_t>> {
             auto in = shapeOf(mix.getInput()), coef = shapeOf(mix.getCoef());
             if (in.size() != 3 || coef.size() < 2)
@@ -128,11 +128,23 @@ LogicalResult refineResultType(Operation *op, Type element) {
             return out;
           })
           .Case([&](ViewOp view) -> FailureOr<SmallVector<int64_t>> {
-            // The token dimension is kept; one other dimension may be left
-            // dynamic and is inferred from the element count.
+            // The token dimension is kept; the dynamic ones after it come
+            // from the sizes in order, and one may be left to the element
+            // count.
             auto in = shapeOf(view.getInput());
             SmallVector<int64_t> out(declared.getShape());
             out[0] = in[0];
+            auto size = view.getSizes().begin();
+            for (size_t i = 1; i < out.size(); ++i)
+              if (ShapedType::isDynamic(out[i]) &&
+                  size != view.getSizes().end()) {
+                std::optional<int64_t> v = constantInt(*size++);
+                if (!v)
+                  return failure();
+                out[i] = *v;
+              }
+            if (size != view.getSizes().end())
+              return failure();
             int64_t known = 1, perToken = 1, unknown = -1;
             for (int64_t d : in.drop_front())
               perToken *= d;
@@ -351,6 +363,33 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     map.map(ifOp.getResults(), yielded);
     return success();
   }
+  if (auto loop = dyn_cast<scf::ForOp>(op)) { // unrolled
+    std::optional<int64_t> lb = constantInt(map.lookup(loop.getLowerBound())),
+                           ub = constantInt(map.lookup(loop.getUpperBound())),
+                           step = constantInt(map.lookup(loop.getStep()));
+    if (!lb || !ub || !step || *step < 1)
+      return op.emitError() << "scf.for in a scheme is unrolled: its bounds "
+                               "and a positive step must be compile-time "
+                               "values";
+    if ((*ub - *lb) / *step > 100000)
+      return op.emitError() << "scf.for would unroll to more than 100000 "
+                               "iterations";
+    SmallVector<Value> carried;
+    for (Value init : loop.getInitArgs())
+      carried.push_back(map.lookup(init));
+    for (int64_t i = *lb; i < *ub; i += *step) {
+      map.map(loop.getInductionVar(),
+              arith::ConstantOp::create(b, op.getLoc(), b.getIndexAttr(i))
+                  .getResult());
+      map.map(loop.getRegionIterArgs(), carried);
+      SmallVector<Value> yielded;
+      if (failed(cloneBlock(frame, *loop.getBody(), map, yielded)))
+        return failure();
+      carried = std::move(yielded);
+    }
+    map.map(loop.getResults(), carried);
+    return success();
+  }
   if (isa<tensor::GenerateOp, tensor::FromElementsOp, tensor::SplatOp>(op))
     return generate(frame, op, map);
   if (isCompileTimeArithmetic(op))
@@ -359,7 +398,11 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
   Operation *clone = b.clone(op, map);
   if (auto norm = dyn_cast<RMSNormOp>(clone))
     norm.setEpsAttr(normEps);
-  if (failed(refineResultType(clone, element)) || failed(verify(clone)))
+  if (failed(refineResultType(clone, element)))
+    return failure();
+  if (auto view = dyn_cast<ViewOp>(clone))
+    view.getSizesMutable().clear();
+  if (failed(verify(clone)))
     return failure();
   if (Value folded = foldConstantScale(b, clone))
     map.map(op.getResult(0), folded);

@@ -532,6 +532,47 @@ Value lowerSoftmax(KernelBuilder &k, SoftmaxOp op) {
                     });
 }
 
+/// Sum of x along the axis, plus eps.
+Value axisSum(KernelBuilder &k, AxisLoops &l, Value x, double eps) {
+  return k.generic1(x, k.filled(l.reducedShape, eps),
+                    {l.full[0], l.reduced[0]}, l.iterators,
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.add(a[1], a[0]));
+                    });
+}
+
+Value lowerNormalize(KernelBuilder &k, NormalizeOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  AxisLoops l(k, type, op.getAxis());
+  Value x = op.getInput();
+  Value sum = axisSum(k, l, x, op.getEps().convertToDouble());
+  SmallVector<IteratorType> all(type.getRank(), kPar);
+  return k.generic1(
+      {x, sum}, k.empty(type.getShape()),
+      {l.full[0], l.reduced[0], l.full[0]}, all,
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.div(a[0], a[1])); });
+}
+
+/// dx = (dy - sum(dy x) / S) / S with S = sum(x) + eps.
+Value lowerNormalizeGrad(KernelBuilder &k, NormalizeGradOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  AxisLoops l(k, type, op.getAxis());
+  Value x = op.getInput(), dy = op.getResultGrad();
+  Value sum = axisSum(k, l, x, op.getEps().convertToDouble());
+  Value dot = k.generic1({x, dy}, k.filled(l.reducedShape, 0.0),
+                         {l.full[0], l.full[0], l.reduced[0]}, l.iterators,
+                         [&](Scalar &s, ValueRange a) {
+                           k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                         });
+  SmallVector<IteratorType> all(type.getRank(), kPar);
+  return k.generic1(
+      {dy, sum, dot}, k.empty(type.getShape()),
+      {l.full[0], l.reduced[0], l.reduced[0], l.full[0]}, all,
+      [&](Scalar &s, ValueRange a) {
+        k.yield(s, s.div(s.sub(a[0], s.div(a[2], a[1])), a[1]));
+      });
+}
+
 Value lowerSoftmaxGrad(KernelBuilder &k, SoftmaxGradOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   AxisLoops l(k, type, op.getAxis());
@@ -556,6 +597,10 @@ std::pair<Value, Value> squashAt(Scalar &s, StringRef kind, Value x,
   if (kind == "tanh") {
     Value t = s.tanh(z);
     return {t, s.sub(s.c(1.0), s.mul(t, t))};
+  }
+  if (kind == "exp") {
+    Value e = s.exp(z);
+    return {e, e};
   }
   Value g = s.sigmoid(z);
   return {g, s.mul(g, s.sub(s.c(1.0), g))};
@@ -1007,6 +1052,8 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](ScaleOp o) { results = {lowerScale(k, o)}; })
       .Case([&](SoftmaxOp o) { results = {lowerSoftmax(k, o)}; })
       .Case([&](SoftmaxGradOp o) { results = {lowerSoftmaxGrad(k, o)}; })
+      .Case([&](NormalizeOp o) { results = {lowerNormalize(k, o)}; })
+      .Case([&](NormalizeGradOp o) { results = {lowerNormalizeGrad(k, o)}; })
       .Case([&](ShiftOp o) { results = {lowerShift(k, o)}; })
       .Case([&](SumLeadingOp o) { results = {lowerSumLeading(k, o)}; })
       .Case([&](SquashGradOp o) { results = {lowerSquashGrad(k, o)}; })

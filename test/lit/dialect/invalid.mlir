@@ -195,7 +195,7 @@ func.func @f(%x: tensor<8x3x16xf32>) {
 // -----
 
 func.func @f(%x: tensor<8x4xf32>) {
-  // expected-error @+1 {{unknown squash 'relu'; expected "tanh" or "sigmoid"}}
+  // expected-error @+1 {{unknown squash 'relu'; expected "tanh", "sigmoid" or "exp"}}
   %0 = drc.squash "relu" %x : tensor<8x4xf32>
   return
 }
@@ -213,5 +213,13 @@ func.func @f(%x: tensor<8x3x16xf32>, %s: tensor<3x8xf32>) {
 func.func @f(%x: tensor<8x3x16xf32>) {
   // expected-error @+1 {{axis 3 is not a dimension of 'tensor<8x3x16xf32>'}}
   %0 = drc.softmax %x {axis = 3 : i64} : tensor<8x3x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4x4xf32>) {
+  // expected-error @+1 {{axis -1 is not a dimension of 'tensor<8x4x4xf32>'}}
+  %0 = drc.normalize %x {axis = -1 : i64} : tensor<8x4x4xf32>
   return
 }

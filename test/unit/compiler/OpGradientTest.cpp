@@ -211,7 +211,8 @@ TEST_CASE("squash gradients match finite differences", "[gradient]") {
   } cases[] = {{"tanh", 1.0, 1.0},
                {"tanh", 0.5, 4.0},
                {"sigmoid", 1.0, 1.0},
-               {"sigmoid", 2.0, 0.5}};
+               {"sigmoid", 2.0, 0.5},
+               {"exp", 0.5, 2.0}};
   for (const Case &c : cases) {
     DYNAMIC_SECTION(c.kind << " scale " << c.scale << " temperature "
                            << c.temperature) {
@@ -227,9 +228,10 @@ TEST_CASE("squash gradients match finite differences", "[gradient]") {
         x[i] *= 3;
       double expected = referenceLoss(p, 5, [&](int t, int j) {
         double z = x[t * 5 + j] / c.temperature;
-        return c.scale * (std::string(c.kind) == "tanh"
-                              ? std::tanh(z)
-                              : 1 / (1 + std::exp(-z)));
+        std::string kind = c.kind;
+        return c.scale * (kind == "tanh"  ? std::tanh(z)
+                          : kind == "exp" ? std::exp(z)
+                                          : 1 / (1 + std::exp(-z)));
       });
       CHECK(p.loss() == Approx(expected).epsilon(1e-12));
       checkGradients(p);
@@ -309,6 +311,37 @@ TEST_CASE("softmax gradients match finite differences", "[gradient]") {
         for (int j = 0; j < (axis == 1 ? 3 : 5); ++j)
           sum += std::exp(axis == 1 ? at(j, c) : at(r, j));
         return std::exp(at(r, c)) / sum;
+      });
+      CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+      checkGradients(p);
+    }
+  }
+}
+
+TEST_CASE("normalize gradients match finite differences", "[gradient]") {
+  // Positive x [6, 3, 5] in [0.5, 2] (Sinkhorn's operands are exp(.)),
+  // divided by its sums over the rows of each set (axis 1) and within a row
+  // (axis 2), with a large eps so that eps's part is tested too.
+  CompilerContext ctx;
+  for (int axis : {1, 2}) {
+    DYNAMIC_SECTION("axis " << axis) {
+      F64Program p = compileOp(
+          ctx, param("x", "6x3x5"),
+          ref("x", "6x3x5") +
+              "  %s = drc.normalize %x {axis = " + std::to_string(axis) +
+              " : i64, eps = 0.25 : f64} : tensor<6x3x5xf64>\n"
+              "  %y = drc.view %s : (tensor<6x3x5xf64>) -> tensor<6x15xf64>",
+          6, 15);
+      double *x = &p.params[p.model->parameters().find("x")->offset];
+      for (int i = 0; i < 90; ++i)
+        x[i] = 1.25 + 0.75 * std::tanh(x[i]);
+      double expected = referenceLoss(p, 15, [&](int t, int l) {
+        int r = l / 5, c = l % 5;
+        auto at = [&](int row, int col) { return x[(t * 3 + row) * 5 + col]; };
+        double sum = 0.25;
+        for (int j = 0; j < (axis == 1 ? 3 : 5); ++j)
+          sum += axis == 1 ? at(j, c) : at(r, j);
+        return at(r, c) / sum;
       });
       CHECK(p.loss() == Approx(expected).epsilon(1e-12));
       checkGradients(p);

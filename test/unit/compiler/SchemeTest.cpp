@@ -84,13 +84,16 @@ TEST_CASE("every library scheme's gradients match finite differences",
 // ≡PLN@0: with the topology parameters at init the logits, as a function of
 // the backbone weights, are Pre-LN's up to RMSNorm's ε. Backbone weights
 // match by name (the init of a parameter depends on its name and the seed
-// only). At ε = 0 the identity is exact, so double precision leaves only
-// rounding: 1e-10 relative. At the default ε = 1e-6 the states are scaled
-// (HC's readout is n·h, AttnRes's mixes are h/(k+1)) and ε no longer
-// cancels: the step-0 loss stays within 1e-3 relative.
-TEST_CASE("HC, Full and Block AttnRes equal Pre-LN at init",
+// only). At ε = 0 the identity is exact for HC and AttnRes, so double
+// precision leaves only rounding: 1e-10 relative. mHC's Sinkhorn adds 1e-6
+// to each denominator, so the rows of H^res sum to 1 - O(1e-6) and the state
+// shrinks by that much per sublayer: 1e-5. At the default ε = 1e-6 the
+// states are scaled (HC's readout is n·h, AttnRes's mixes are h/(k+1)) and ε
+// no longer cancels: the step-0 loss stays within 1e-3 relative.
+TEST_CASE("HC, mHC, Full and Block AttnRes equal Pre-LN at init",
           "[scheme][equivalence]") {
-  std::string scheme = GENERATE("hc", "attnres", "attnres-block");
+  std::string scheme = GENERATE("hc", "mhc", "attnres", "attnres-block");
+  double tolerance = scheme == "mhc" ? 1e-5 : 1e-10;
   std::string residual = "scheme = \"" + scheme + "\"";
   if (scheme == "attnres-block")
     residual += "\nblock_size = 3"; // a block that straddles both blocks
@@ -99,7 +102,7 @@ TEST_CASE("HC, Full and Block AttnRes equal Pre-LN at init",
   F64Program pre = compileAtInit(preCtx, tinySpec("", 0.0));
   F64Program other = compileAtInit(ctx, tinySpec(residual, 0.0));
   double preLoss = pre.loss(), loss = other.loss();
-  CHECK(std::abs(loss - preLoss) <= 1e-10 * preLoss);
+  CHECK(std::abs(loss - preLoss) <= tolerance * preLoss);
 
   auto preGrads = byName(pre.model->parameters(), pre.gradients());
   auto grads = byName(other.model->parameters(), other.gradients());
@@ -110,7 +113,8 @@ TEST_CASE("HC, Full and Block AttnRes equal Pre-LN at init",
     for (double g : expected)
       scale = std::max(scale, std::abs(g));
     for (size_t i = 0; i < expected.size(); ++i)
-      CHECK(std::abs(grads[name][i] - expected[i]) <= 1e-9 * scale + 1e-14);
+      CHECK(std::abs(grads[name][i] - expected[i]) <=
+            10 * tolerance * scale + 1e-14);
   }
 
   CompilerContext preEps, eps;
