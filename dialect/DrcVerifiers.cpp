@@ -439,11 +439,11 @@ LogicalResult SumLeadingOp::verify() {
 static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis) {
   RankedTensorType type = ranked(input);
   if (!type.hasStaticShape())
-    return op->emitOpError() << "input must have a static shape, found "
-                             << type;
+    return op->emitOpError()
+           << "input must have a static shape, found " << type;
   if (axis < 0 || axis >= type.getRank())
-    return op->emitOpError() << "axis " << axis << " is not a dimension of "
-                             << type;
+    return op->emitOpError()
+           << "axis " << axis << " is not a dimension of " << type;
   return success();
 }
 

@@ -118,9 +118,8 @@ LogicalResult MixOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult ViewOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      ViewOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
-                     ValueRange()));
+  operandGrads.push_back(ViewOp::create(b, getLoc(), getInput().getType(),
+                                        resultGrads[0], ValueRange()));
   return success();
 }
 
@@ -194,8 +193,8 @@ LogicalResult CenterOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult NormalizeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      NormalizeGradOp::create(b, getLoc(), getType(), getInput(),
-                              resultGrads[0], getAxisAttr(), getEpsAttr()));
+  operandGrads.push_back(NormalizeGradOp::create(b, getLoc(), getType(),
+                                                 getInput(), resultGrads[0],
+                                                 getAxisAttr(), getEpsAttr()));
   return success();
 }

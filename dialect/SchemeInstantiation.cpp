@@ -38,6 +38,12 @@ FailureOr<Scheme> Scheme::load(MLIRContext &context, StringRef path,
       return (*module)->emitError()
              << "option '" << option.getName().getValue()
              << "' must default to an integer, a float or a boolean";
+  for (StringRef required : {"read", "write"})
+    if (!module->lookupSymbol<func::FuncOp>(required))
+      return (*module)->emitError()
+             << "scheme " << name << " has no function @" << required
+             << "; a scheme needs @read(state) -> (u, carried...) and "
+                "@write(carried..., f) -> state (docs/schemes.md)";
   scheme.module = std::move(module);
   scheme.name = name.str();
   return scheme;
@@ -96,7 +102,8 @@ LogicalResult refineResultType(Operation *op, Type element) {
   FailureOr<SmallVector<int64_t>> shape =
       llvm::TypeSwitch<Operation *, FailureOr<SmallVector<int64_t>>>(op)
           .Case<RMSNormOp, CenterOp, AddOp, SquashOp, ScaleOp, ShiftOp,
-                SoftmaxOp, NormalizeOp>([&](Operation *) { return sameAsInput(); })
+                SoftmaxOp, NormalizeOp>(
+              [&](Operation *) { return sameAsInput(); })
           .Case([&](MixOp mix) -> FailureOr<SmallVector<int64_t>> {
             auto in = shapeOf(mix.getInput()), coef = shapeOf(mix.getCoef());
             if (in.size() != 3 || coef.size() < 2)

@@ -534,11 +534,9 @@ Value lowerSoftmax(KernelBuilder &k, SoftmaxOp op) {
 
 /// Sum of x along the axis, plus eps.
 Value axisSum(KernelBuilder &k, AxisLoops &l, Value x, double eps) {
-  return k.generic1(x, k.filled(l.reducedShape, eps),
-                    {l.full[0], l.reduced[0]}, l.iterators,
-                    [&](Scalar &s, ValueRange a) {
-                      k.yield(s, s.add(a[1], a[0]));
-                    });
+  return k.generic1(
+      x, k.filled(l.reducedShape, eps), {l.full[0], l.reduced[0]}, l.iterators,
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[1], a[0])); });
 }
 
 Value lowerNormalize(KernelBuilder &k, NormalizeOp op) {
@@ -548,9 +546,8 @@ Value lowerNormalize(KernelBuilder &k, NormalizeOp op) {
   Value sum = axisSum(k, l, x, op.getEps().convertToDouble());
   SmallVector<IteratorType> all(type.getRank(), kPar);
   return k.generic1(
-      {x, sum}, k.empty(type.getShape()),
-      {l.full[0], l.reduced[0], l.full[0]}, all,
-      [&](Scalar &s, ValueRange a) { k.yield(s, s.div(a[0], a[1])); });
+      {x, sum}, k.empty(type.getShape()), {l.full[0], l.reduced[0], l.full[0]},
+      all, [&](Scalar &s, ValueRange a) { k.yield(s, s.div(a[0], a[1])); });
 }
 
 /// dx = (dy - sum(dy x) / S) / S with S = sum(x) + eps.
@@ -565,12 +562,11 @@ Value lowerNormalizeGrad(KernelBuilder &k, NormalizeGradOp op) {
                            k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
                          });
   SmallVector<IteratorType> all(type.getRank(), kPar);
-  return k.generic1(
-      {dy, sum, dot}, k.empty(type.getShape()),
-      {l.full[0], l.reduced[0], l.reduced[0], l.full[0]}, all,
-      [&](Scalar &s, ValueRange a) {
-        k.yield(s, s.div(s.sub(a[0], s.div(a[2], a[1])), a[1]));
-      });
+  return k.generic1({dy, sum, dot}, k.empty(type.getShape()),
+                    {l.full[0], l.reduced[0], l.reduced[0], l.full[0]}, all,
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.div(s.sub(a[0], s.div(a[2], a[1])), a[1]));
+                    });
 }
 
 Value lowerSoftmaxGrad(KernelBuilder &k, SoftmaxGradOp op) {

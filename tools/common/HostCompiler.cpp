@@ -13,11 +13,23 @@ static mlir::DialectRegistry compilerRegistry() {
 }
 
 HostCompiler::HostCompiler() : ctx(compilerRegistry()) {
+  // The location says where; the generic form of the op adds nothing.
+  ctx.printOpOnDiagnostic(false);
   ctx.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
-    std::string location;
-    llvm::raw_string_ostream os(location);
-    d.getLocation().print(os);
-    diagnostics += location + ": " + d.str() + "\n";
+    // file:line:col: as compilers print it, so editors can jump there.
+    auto report = [this](mlir::Diagnostic &diag, const char *kind) {
+      std::string location;
+      llvm::raw_string_ostream os(location);
+      if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
+        os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+           << file.getColumn();
+      else
+        diag.getLocation().print(os);
+      diagnostics += location + ": " + kind + diag.str() + "\n";
+    };
+    report(d, "");
+    for (mlir::Diagnostic &note : d.getNotes())
+      report(note, "note: ");
     return mlir::success();
   });
 }

@@ -89,8 +89,8 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %sm = drc.softmax %h2 {axis = 1 : i64} : tensor<6x5x4xf32>
   // CHECK: drc.normalize %{{.*}} {axis = 2 : i64{{.*}}} : tensor<6x5x4xf32>
   %nz = drc.normalize %h2 {axis = 2 : i64} : tensor<6x5x4xf32>
-  // CHECK: drc.normalize_grad %{{.*}} grad %{{.*}} {axis = 2 : i64, eps = 1.000000e-06 : f64}
-  %ng = drc.normalize_grad %h2 grad %nz {axis = 2 : i64, eps = 1.0e-6 : f64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.normalize_grad %{{.*}} grad %{{.*}} {axis = 2 : i64, eps = 2.500000e-01 : f64}
+  %ng = drc.normalize_grad %h2 grad %nz {axis = 2 : i64, eps = 0.25 : f64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
   // CHECK: drc.center %{{.*}} : tensor<6x5x4xf32>
   %ct = drc.center %h2 : tensor<6x5x4xf32>
   // CHECK: drc.softmax_grad %{{.*}} grad %{{.*}} {axis = 1 : i64}
