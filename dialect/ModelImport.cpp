@@ -172,7 +172,14 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   SchemeInstantiator residual(
       *scheme, element, mb.matrixInit(), b.getF64FloatAttr(m.normEps),
       [&](Location at, StringRef name, RankedTensorType type, InitAttr init,
-          bool decay) { return mb.param(at, name, type, init, decay); });
+          bool decay) -> FailureOr<Value> {
+        FailureOr<Value> ref = mb.param(at, name, type, init, decay);
+        // γ_k ("norm.gain") is the backbone's, wherever a scheme applies it.
+        if (succeeded(ref) && !name.ends_with(".norm.gain"))
+          module->lookupSymbol<ParamOp>(name)->setAttr(kResidualAttr,
+                                                       b.getUnitAttr());
+        return ref;
+      });
   RankedTensorType hidden = mb.tensor({n, d});
   auto expectHidden = [&](Value v, StringRef function) -> LogicalResult {
     if (v.getType() == hidden)

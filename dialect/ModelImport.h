@@ -24,6 +24,9 @@ struct ImportOptions {
   int64_t tokens = 0;
 };
 
+/// Marks the drc.param ops a residual scheme adds to the backbone.
+inline constexpr llvm::StringLiteral kResidualAttr = "drc.residual";
+
 /// Imports `spec` into a new module, its residual scheme instantiated over
 /// every sublayer. Fails, with located diagnostics, on a scheme that is
 /// missing, malformed or does not fit the model.

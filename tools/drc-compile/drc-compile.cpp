@@ -1,4 +1,5 @@
 //===- drc-compile.cpp - Compile a model spec to a chosen stage ----------===//
+#include "dialect/ModelImport.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
 #include "tools/common/HostCompiler.h"
@@ -21,13 +22,21 @@ STAGE to OUT (default: standard output):
   train-step  loss and train_step (forward, backward, AdamW) in drc ops
   linalg      linalg on tensors, bound to the runtime's flat buffers
   llvm        LLVM IR for this CPU
---print-params lists the parameters by optimizer group with their shapes,
-initialisers and totals instead.
+--print-params lists the parameters by optimizer group with their shapes and
+initialisers instead, then totals: all, the backbone's, and what the residual
+scheme adds.
 
 exit status: 0 success, 1 compile failure, 2 bad usage or bad input.
 )";
 
-std::string printParams(const drc::ParameterTable &table) {
+/// Parameters by optimizer group, then totals: all, the backbone's
+/// (ARCHITECTURES.md §1.2's N), and what the residual scheme adds.
+std::string printParams(mlir::ModuleOp module) {
+  drc::ParameterTable table = mlir::drc::parameterTable(module);
+  int64_t added = 0;
+  for (auto param : module.getOps<mlir::drc::ParamOp>())
+    if (param->hasAttr(mlir::drc::kResidualAttr))
+      added += param.getTensorType().getNumElements();
   std::string out;
   char line[256];
   int64_t totals[2] = {0, 0};
@@ -44,10 +53,13 @@ std::string printParams(const drc::ParameterTable &table) {
       totals[decay ? 0 : 1] += p.numElements();
     }
   }
+  long long all = totals[0] + totals[1];
   std::snprintf(
-      line, sizeof line, "total: %lld parameters (%lld decay, %lld no-decay)\n",
-      static_cast<long long>(totals[0] + totals[1]),
-      static_cast<long long>(totals[0]), static_cast<long long>(totals[1]));
+      line, sizeof line,
+      "total: %lld parameters (%lld decay, %lld no-decay): backbone "
+      "%lld, residual scheme %lld\n",
+      all, static_cast<long long>(totals[0]), static_cast<long long>(totals[1]),
+      all - static_cast<long long>(added), static_cast<long long>(added));
   return out + line;
 }
 
@@ -74,7 +86,7 @@ int compileMain(int argc, char **argv) {
   llvm::raw_string_ostream os(text);
   if (cl.flag("print-params")) {
     auto module = compiler.lower(spec, mlir::drc::CompileStage::Drc);
-    text = printParams(mlir::drc::parameterTable(*module));
+    text = printParams(*module);
   } else {
     auto module = compiler.lower(spec, *stage);
     if (*stage == mlir::drc::CompileStage::LLVM) {
