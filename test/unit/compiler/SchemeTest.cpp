@@ -65,15 +65,58 @@ byName(const drc::ParameterTable &table, const std::vector<double> &flat) {
   return out;
 }
 
+/// The values of parameter `name` in `program`.
+double *values(F64Program &program, const std::string &name) {
+  const drc::ParameterInfo *p = program.model->parameters().find(name);
+  REQUIRE(p);
+  return &program.params[p->offset];
+}
+
+/// Sets the [rows, cols] parameter `name` to blocks of identities:
+/// value(i, j) = 1 iff i mod d == j mod d.
+void setIdentityBlocks(F64Program &program, const std::string &name,
+                       int64_t d) {
+  const drc::ParameterInfo *p = program.model->parameters().find(name);
+  REQUIRE(p);
+  REQUIRE(p->shape.size() == 2);
+  for (int64_t i = 0; i < p->shape[0]; ++i)
+    for (int64_t j = 0; j < p->shape[1]; ++j)
+      program.params[p->offset + i * p->shape[1] + j] =
+          i % d == j % d ? 1.0 : 0.0;
+}
+
+/// Checks that `other`'s loss, and its gradients of every parameter `base`
+/// has (by name), equal `base`'s within `tolerance` relative (gradients:
+/// relative to the largest of each parameter).
+void checkSameModel(F64Program &base, F64Program &other, double tolerance) {
+  double baseLoss = base.loss(), loss = other.loss();
+  CHECK(std::abs(loss - baseLoss) <= tolerance * baseLoss);
+  auto baseGrads = byName(base.model->parameters(), base.gradients());
+  auto grads = byName(other.model->parameters(), other.gradients());
+  for (const auto &[name, expected] : baseGrads) {
+    INFO("parameter " << name);
+    REQUIRE(grads.count(name));
+    double scale = 0;
+    for (double g : expected)
+      scale = std::max(scale, std::abs(g));
+    for (size_t i = 0; i < expected.size(); ++i)
+      CHECK(std::abs(grads[name][i] - expected[i]) <=
+            10 * tolerance * scale + 1e-14);
+  }
+}
+
 } // namespace
 
 TEST_CASE("every library scheme's gradients match finite differences",
           "[scheme][gradient]") {
-  std::string scheme =
-      GENERATE("preln", "postln", "sandwich", "lns", "deepnorm", "keel", "hc",
-               "attnres", "attnres-block");
-  INFO("scheme " << scheme);
-  drc::ModelSpec spec = tinySpec("scheme = \"" + scheme + "\"");
+  std::string residual = GENERATE(
+      "scheme = \"preln\"", "scheme = \"postln\"", "scheme = \"sandwich\"",
+      "scheme = \"lns\"", "scheme = \"deepnorm\"", "scheme = \"keel\"",
+      "scheme = \"hc\"", "scheme = \"mhc\"", "scheme = \"attnres\"",
+      "scheme = \"attnres-block\"", "scheme = \"vwn\"",
+      "scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
+  INFO(residual);
+  drc::ModelSpec spec = tinySpec(residual);
   CompilerContext ctx;
   F64Program program = compileAtInit(ctx, spec);
   std::vector<float> wide = wideParameters(program.model->parameters());
@@ -105,21 +148,7 @@ TEST_CASE("HC, mHC, Full and Block AttnRes equal Pre-LN at init",
   CompilerContext preCtx, ctx;
   F64Program pre = compileAtInit(preCtx, tinySpec("", 0.0));
   F64Program other = compileAtInit(ctx, tinySpec(residual, 0.0));
-  double preLoss = pre.loss(), loss = other.loss();
-  CHECK(std::abs(loss - preLoss) <= tolerance * preLoss);
-
-  auto preGrads = byName(pre.model->parameters(), pre.gradients());
-  auto grads = byName(other.model->parameters(), other.gradients());
-  for (const auto &[name, expected] : preGrads) {
-    INFO("backbone parameter " << name);
-    REQUIRE(grads.count(name));
-    double scale = 0;
-    for (double g : expected)
-      scale = std::max(scale, std::abs(g));
-    for (size_t i = 0; i < expected.size(); ++i)
-      CHECK(std::abs(grads[name][i] - expected[i]) <=
-            10 * tolerance * scale + 1e-14);
-  }
+  checkSameModel(pre, other, tolerance);
 
   CompilerContext preEps, eps;
   double preDefault = compileAtInit(preEps, tinySpec("")).loss();
@@ -153,4 +182,65 @@ TEST_CASE("HC uses its stream-mixing matrix A_r", "[scheme][hc]") {
   }
   CHECK(mixes == 4);
   CHECK(std::abs(hc.loss() - atInit) > 1e-6);
+}
+
+// VWN's backbone equals Pre-LN's at init: the first m segments follow
+// h <- h + f exactly (ARCHITECTURES.md §2.12), so with an embedding whose
+// first d channels are E[x] and a readout of those channels (W_exp and
+// W_red selections, no GroupNorm) the model is Pre-LN, at any eps.
+TEST_CASE("VWN's first m segments follow the Pre-LN stream",
+          "[scheme][equivalence]") {
+  CompilerContext preCtx, ctx;
+  F64Program pre = compileAtInit(preCtx, tinySpec(""));
+  F64Program vwn = compileAtInit(
+      ctx, tinySpec("scheme = \"vwn\"\nm = 2\nn = 3\ngroupnorm = false"));
+  const int64_t d = 16;
+  setIdentityBlocks(vwn, "embed.w_exp", d); // [24, 16]: rows 0-15 = I
+  setIdentityBlocks(vwn, "final.w_red", d); // [16, 24]: [I | ...]
+  double *exp = values(vwn, "embed.w_exp"), *red = values(vwn, "final.w_red");
+  for (int64_t i = d; i < 24; ++i)
+    for (int64_t j = 0; j < d; ++j)
+      exp[i * d + j] = red[j * 24 + i] = 0.0; // [I; 0] and [I | 0]
+  checkSameModel(pre, vwn, 1e-10);
+}
+
+// GHC with m = 1 is HC: given HC's init (replicated streams, A0's read
+// column e_{k mod n}, scales 0.01, a summing readout) VWN's loss and its
+// backbone gradients are HC's. (Their own parameters differ in layout, and
+// GHC's projections see H-bar / sqrt(d).)
+TEST_CASE("VWN with m = 1 and HC's init equals HC", "[scheme][equivalence]") {
+  CompilerContext hcCtx, ctx;
+  F64Program hc = compileAtInit(hcCtx, tinySpec("scheme = \"hc\""));
+  F64Program ghc = compileAtInit(
+      ctx, tinySpec("scheme = \"vwn\"\nm = 1\nn = 4\ngroupnorm = false"));
+  const int64_t d = 16, n = 4;
+  setIdentityBlocks(ghc, "embed.w_exp", d); // n copies of h_0
+  setIdentityBlocks(ghc, "final.w_red", d); // the sum of the streams
+  for (const drc::ParameterInfo &p : ghc.model->parameters().parameters()) {
+    double *v = &ghc.params[p.offset];
+    if (p.name.ends_with("res.a0_read")) {
+      int k =
+          2 * (p.name[7] - '0') + (p.name.find(".ffn.") != std::string::npos);
+      for (int i = 0; i < n; ++i)
+        v[i] = i == k % n ? 1.0 : 0.0;
+    } else if (p.name.find("res.s_") != std::string::npos) {
+      std::fill_n(v, p.numElements(), 0.01);
+    }
+  }
+  CompilerContext preCtx;
+  F64Program preln = compileAtInit(preCtx, tinySpec(""));
+  auto backbone = byName(preln.model->parameters(), preln.params);
+  double hcLoss = hc.loss();
+  CHECK(std::abs(ghc.loss() - hcLoss) <= 1e-10 * hcLoss);
+  auto hcGrads = byName(hc.model->parameters(), hc.gradients());
+  auto grads = byName(ghc.model->parameters(), ghc.gradients());
+  for (const auto &[name, unused] : backbone) {
+    INFO("backbone parameter " << name);
+    double scale = 0;
+    for (double g : hcGrads[name])
+      scale = std::max(scale, std::abs(g));
+    for (size_t i = 0; i < hcGrads[name].size(); ++i)
+      CHECK(std::abs(grads[name][i] - hcGrads[name][i]) <=
+            1e-9 * scale + 1e-14);
+  }
 }

@@ -1,0 +1,128 @@
+// VWN: Virtual Width Networks / Generalized Hyper-Connections (ARCHITECTURES.md §2.12).
+//   shapes  m backbone fractions, n ≥ m segments of width d_b = d/m, r = n/m, D' = n·d_b
+//   embed   e = W_exp E[x] ∈ ℝ^{D'},  H = reshape(e) ∈ ℝ^{n×d_b}
+//   coefs   H̄ = RMSNorm_g(H) row-wise, τ = √d_b
+//           A = S_A ∘ tanh(H̄ W_A/τ) + A⁰ = [Å | Â],  B = S_B ∘ tanh(H̄ W_B/τ)ᵀ + B⁰
+//           (W_A's columns are the weights res.w_read (Å) and res.w_mix (Â);
+//           B's terms are stored transposed, n×m: res.s_write, res.b0_write)
+//   read    u_k = RMSNorm_{γ_k}(concat(ÅᵀH))
+//   write   H <- ÂᵀH + Bᵀ reshape(f_k)
+//   readout h_out = W_red GN(vec H): GroupNorm over r groups of d channels,
+//           affine (1, 0); omitted when r ∉ ℤ or groupnorm = false
+//   init    Å⁰ = [I_m; 0], Â⁰ = I_n, B⁰_ij = 1 iff j mod m = i; S = 1; W = 0
+module attributes {drc.options = {m = 2, n = 3, groupnorm = true}} {
+  func.func @embed(%x: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
+    %d = drc.static "d" : index
+    %m = drc.static "m" : index
+    %n = drc.static "n" : index
+    %db = arith.divui %d, %m : index
+    %wide = arith.muli %n, %db : index
+    %wexp = drc.weight "w_exp" [%wide, %d] init matrix decay : tensor<?x?xf32>
+    %e = drc.linear %x, %wexp : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    %h = drc.view %e [%n, %db] : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    return %h : tensor<?x?x?xf32>
+  }
+
+  // S ∘ tanh(H̄ w / τ) + c0, one row per segment.
+  func.func @coef(%hbar: tensor<?x?x?xf32>, %w: tensor<?x?xf32>, %s: tensor<?x?xf32>, %c0: tensor<?x?xf32>, %tau: f32) -> tensor<?x?x?xf32> {
+    %one = arith.constant 1.0 : f32
+    %inv = arith.divf %one, %tau : f32
+    %factor = tensor.from_elements %inv : tensor<f32>
+    %z = drc.linear %hbar, %w : (tensor<?x?x?xf32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    %zt = drc.scale %z by %factor : (tensor<?x?x?xf32>, tensor<f32>) -> tensor<?x?x?xf32>
+    %t = drc.squash "tanh" %zt : tensor<?x?x?xf32>
+    %st = drc.scale %t by %s : (tensor<?x?x?xf32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    %c = drc.shift %st by %c0 : (tensor<?x?x?xf32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    return %c : tensor<?x?x?xf32>
+  }
+
+  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>) {
+    %d = drc.static "d" : index
+    %m = drc.static "m" : index
+    %n = drc.static "n" : index
+    %db = arith.divui %d, %m : index
+    %dbi = arith.index_cast %db : index to i64
+    %dbf = arith.sitofp %dbi : i64 to f32
+    %tau = math.sqrt %dbf : f32
+    %eye_read = tensor.generate %n, %m {
+    ^bb0(%i: index, %j: index):
+      %hit = arith.cmpi eq, %i, %j : index
+      %v = arith.uitofp %hit : i1 to f32
+      tensor.yield %v : f32
+    } : tensor<?x?xf32>
+    %eye_mix = tensor.generate %n, %n {
+    ^bb0(%i: index, %j: index):
+      %hit = arith.cmpi eq, %i, %j : index
+      %v = arith.uitofp %hit : i1 to f32
+      tensor.yield %v : f32
+    } : tensor<?x?xf32>
+    %cyclic = tensor.generate %n, %m {
+    ^bb0(%i: index, %j: index):
+      %im = arith.remui %i, %m : index
+      %hit = arith.cmpi eq, %im, %j : index
+      %v = arith.uitofp %hit : i1 to f32
+      tensor.yield %v : f32
+    } : tensor<?x?xf32>
+    %g = drc.weight "res.norm.gain" [%db] init ones : tensor<?xf32>
+    %w_read = drc.weight "res.w_read" [%m, %db] init zeros decay : tensor<?x?xf32>
+    %w_mix = drc.weight "res.w_mix" [%n, %db] init zeros decay : tensor<?x?xf32>
+    %w_write = drc.weight "res.w_write" [%m, %db] init zeros decay : tensor<?x?xf32>
+    %s_read = drc.weight "res.s_read" [%n, %m] init ones decay : tensor<?x?xf32>
+    %s_mix = drc.weight "res.s_mix" [%n, %n] init ones decay : tensor<?x?xf32>
+    %s_write = drc.weight "res.s_write" [%n, %m] init ones decay : tensor<?x?xf32>
+    %a0_read = drc.weight "res.a0_read" = %eye_read : tensor<?x?xf32>
+    %a0_mix = drc.weight "res.a0_mix" = %eye_mix : tensor<?x?xf32>
+    %b0_write = drc.weight "res.b0_write" = %cyclic : tensor<?x?xf32>
+    %gain = drc.weight "norm.gain" [%d] init ones : tensor<?xf32>
+
+    %hbar = drc.rms_norm %h gain %g : (tensor<?x?x?xf32>, tensor<?xf32>) -> tensor<?x?x?xf32>
+    %a_read = func.call @coef(%hbar, %w_read, %s_read, %a0_read, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
+    %a_mix = func.call @coef(%hbar, %w_mix, %s_mix, %a0_mix, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
+    %b_t = func.call @coef(%hbar, %w_write, %s_write, %b0_write, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
+    %rows = drc.mix %h by %a_read : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    %x = drc.view %rows : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+    %u = drc.rms_norm %x gain %gain : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+    return %u, %h, %a_mix, %b_t : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>
+  }
+
+  func.func @write(%h: tensor<?x?x?xf32>, %a_mix: tensor<?x?x?xf32>, %b_t: tensor<?x?x?xf32>, %f: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
+    %m = drc.static "m" : index
+    %kept = drc.mix %h by %a_mix : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    %z = drc.view %f [%m] : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    %spread = drc.mix %z by %b_t {transpose_coef} : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    %next = drc.add %kept, %spread : tensor<?x?x?xf32>
+    return %next : tensor<?x?x?xf32>
+  }
+
+  func.func @readout(%h: tensor<?x?x?xf32>) -> tensor<?x?xf32> {
+    %d = drc.static "d" : index
+    %m = drc.static "m" : index
+    %n = drc.static "n" : index
+    %option = drc.static "groupnorm" : i1
+    %c0 = arith.constant 0 : index
+    %r = arith.divui %n, %m : index
+    %rem = arith.remui %n, %m : index
+    %whole = arith.cmpi eq, %rem, %c0 : index
+    %gn = arith.andi %whole, %option : i1
+    %wide = drc.view %h : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+    %normed = scf.if %gn -> tensor<?x?xf32> {
+      %dwide = arith.muli %r, %d : index
+      %groups = drc.view %wide [%r, %d] : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
+      %centred = drc.center %groups : tensor<?x?x?xf32>
+      %unit = drc.rms_norm %centred : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+      %flat = drc.view %unit : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+      %weight = drc.weight "gn.weight" [%dwide] init ones : tensor<?xf32>
+      %bias = drc.weight "gn.bias" [%dwide] init zeros : tensor<?xf32>
+      %scaled = drc.scale %flat by %weight : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+      %shifted = drc.shift %scaled by %bias : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+      scf.yield %shifted : tensor<?x?xf32>
+    } else {
+      scf.yield %wide : tensor<?x?xf32>
+    }
+    %db = arith.divui %d, %m : index
+    %dprime = arith.muli %n, %db : index
+    %wred = drc.weight "w_red" [%d, %dprime] init matrix decay : tensor<?x?xf32>
+    %out = drc.linear %normed, %wred : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %out : tensor<?x?xf32>
+  }
+}
