@@ -2,6 +2,7 @@
 #include "dialect/ModelImport.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
+#include "runtime/ShapeSolver.h"
 #include "tools/common/HostCompiler.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
@@ -15,6 +16,7 @@ namespace {
 
 const char *const kHelp =
     R"(usage: drc-compile SPEC [--emit=STAGE] [-o OUT] [--print-params]
+       drc-compile SPEC --solve-width=N [--iso-backbone]
 
 Compiles the model spec SPEC (docs/spec.md) and writes the program after
 STAGE to OUT (default: standard output):
@@ -25,6 +27,11 @@ STAGE to OUT (default: standard output):
 --print-params lists the parameters by optimizer group with their shapes and
 initialisers instead, then totals: all, the backbone's, and what the residual
 scheme adds.
+
+--solve-width=N picks the d_model whose Pre-LN model, at the spec's n_layer,
+n_head and vocab, has the parameter count closest to N (ARCHITECTURES.md
+§1.2: a multiple of 2 n_head; flagged when not within 3%), and prints it;
+with --iso-backbone N counts the blocks only (N_b).
 
 exit status: 0 success, 1 compile failure, 2 bad usage or bad input.
 )";
@@ -70,10 +77,28 @@ int compileMain(int argc, char **argv) {
     if (std::string(a) == "-o")
       a = const_cast<char *>("--output");
   drc::CommandLine cl(static_cast<int>(args.size()), args.data(),
-                      {"emit", "output"}, {"print-params", "help"});
+                      {"emit", "output", "solve-width"},
+                      {"print-params", "iso-backbone", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
+  if (cl.value("solve-width")) {
+    int64_t budget = cl.integer("solve-width", 0, 1, int64_t(1) << 50);
+    drc::Budget mode =
+        cl.flag("iso-backbone") ? drc::Budget::Backbone : drc::Budget::Total;
+    const drc::ModelShape &m = spec.model;
+    drc::SolvedShape s =
+        drc::solveShape(budget, m.nLayer, m.nHead, m.vocab, mode);
+    std::printf("n_layer = %lld\nd_model = %lld\nd_ff = %lld\n%s = %lld "
+                "(%+.2f%% of %lld)%s\n",
+                static_cast<long long>(m.nLayer),
+                static_cast<long long>(s.dModel), static_cast<long long>(s.dFF),
+                mode == drc::Budget::Total ? "params" : "backbone_params",
+                static_cast<long long>(s.params), 100 * s.deviation,
+                static_cast<long long>(budget),
+                s.withinTolerance() ? "" : "  NOT within 3% of the budget");
+    return s.withinTolerance() ? 0 : 1;
+  }
   std::string stageName = cl.value("emit").value_or("train-step");
   std::optional<mlir::drc::CompileStage> stage =
       mlir::drc::parseCompileStage(stageName);
