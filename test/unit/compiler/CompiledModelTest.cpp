@@ -14,22 +14,6 @@ using namespace drc::test;
 
 namespace {
 
-drc::ModelSpec tinySpec() {
-  return drc::parseModelSpec(R"(
-[model]
-vocab = 32
-d_model = 16
-n_layer = 2
-n_head = 2
-seq_len = 8
-[train]
-batch = 2
-steps = 10
-lr = 1e-3
-)",
-                             "tiny.toml");
-}
-
 drc::reference::PreLnConfig referenceConfig(const drc::ModelSpec &spec) {
   const drc::ModelShape &m = spec.model;
   return {m.vocab,          m.dModel, m.nLayer,  m.nHead,    m.dFF,

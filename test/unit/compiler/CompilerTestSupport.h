@@ -10,6 +10,7 @@
 
 #include "codegen/ModelCompiler.h"
 #include "codegen/Registration.h"
+#include "runtime/ModelSpec.h"
 #include "runtime/ParameterInit.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -69,6 +70,29 @@ struct F64Program {
     return grads;
   }
 };
+
+/// A 2-block model, vocab 32, d 16, 16 tokens per step, with the given
+/// [residual] table body.
+inline ModelSpec tinySpec(const std::string &residual = "",
+                          double normEps = 1e-6) {
+  return parseModelSpec(R"(
+[model]
+vocab = 32
+d_model = 16
+n_layer = 2
+n_head = 2
+seq_len = 8
+norm_eps = )" + std::to_string(normEps) +
+                            R"(
+[residual]
+)" + residual + R"(
+[train]
+batch = 2
+steps = 10
+lr = 1e-3
+)",
+                        "tiny.toml");
+}
 
 /// Parameters drawn like training init but wider (std 0.3 for matrices, 1
 /// for gains and coefficients), so every nonlinearity is exercised away from

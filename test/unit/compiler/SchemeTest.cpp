@@ -16,27 +16,6 @@ using namespace drc::test;
 
 namespace {
 
-/// A 2-block model, vocab 32, d 16, 16 tokens per step.
-drc::ModelSpec tinySpec(const std::string &residual, double normEps = 1e-6) {
-  return drc::parseModelSpec(R"(
-[model]
-vocab = 32
-d_model = 16
-n_layer = 2
-n_head = 2
-seq_len = 8
-norm_eps = )" + std::to_string(normEps) +
-                                 R"(
-[residual]
-)" + residual + R"(
-[train]
-batch = 2
-steps = 10
-lr = 1e-3
-)",
-                             "tiny.toml");
-}
-
 /// The f64 program of `spec` with its training-init parameters (seed 1).
 F64Program compileAtInit(CompilerContext &ctx, const drc::ModelSpec &spec) {
   mlir::drc::ImportOptions options;
