@@ -86,21 +86,37 @@ void checkSameModel(F64Program &base, F64Program &other, double tolerance) {
 
 } // namespace
 
-TEST_CASE("every library scheme's gradients match finite differences",
-          "[scheme][gradient]") {
-  std::string residual = GENERATE(
-      "scheme = \"preln\"", "scheme = \"postln\"", "scheme = \"sandwich\"",
-      "scheme = \"lns\"", "scheme = \"deepnorm\"", "scheme = \"keel\"",
-      "scheme = \"hc\"", "scheme = \"mhc\"", "scheme = \"attnres\"",
-      "scheme = \"attnres-block\"", "scheme = \"vwn\"",
-      "scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
+/// The whole tiny model of `residual`'s scheme at wide random parameters
+/// against central differences in f64 (3 entries of every parameter).
+static void checkSchemeGradients(const std::string &residual) {
   INFO(residual);
-  drc::ModelSpec spec = tinySpec(residual);
   CompilerContext ctx;
-  F64Program program = compileAtInit(ctx, spec);
+  F64Program program = compileAtInit(ctx, tinySpec(residual));
   std::vector<float> wide = wideParameters(program.model->parameters());
   program.params.assign(wide.begin(), wide.end());
   checkGradients(program, /*maxPerParam=*/3);
+}
+
+// Three test cases, so that ctest spreads them over the cores.
+TEST_CASE("single-stream schemes' gradients match finite differences",
+          "[scheme][gradient]") {
+  for (const char *scheme :
+       {"preln", "postln", "sandwich", "lns", "deepnorm", "keel"})
+    checkSchemeGradients("scheme = \"" + std::string(scheme) + "\"");
+}
+
+TEST_CASE("multi-stream schemes' gradients match finite differences",
+          "[scheme][gradient]") {
+  checkSchemeGradients("scheme = \"hc\"");
+  checkSchemeGradients("scheme = \"mhc\"");
+  checkSchemeGradients("scheme = \"vwn\"");
+  checkSchemeGradients("scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
+}
+
+TEST_CASE("depth-attention schemes' gradients match finite differences",
+          "[scheme][gradient]") {
+  checkSchemeGradients("scheme = \"attnres\"");
+  checkSchemeGradients("scheme = \"attnres-block\"\nblock_size = 3");
 }
 
 // ≡PLN@0: with the topology parameters at init the logits, as a function of
@@ -111,7 +127,8 @@ TEST_CASE("every library scheme's gradients match finite differences",
 // to each denominator, so the rows of H^res sum to 1 - O(1e-6) and the state
 // shrinks by that much per sublayer: 1e-5. At the default ε = 1e-6 the
 // states are scaled (HC's readout is n·h, AttnRes's mixes are h/(k+1)) and ε
-// no longer cancels: the step-0 loss stays within 1e-3 relative.
+// no longer cancels: measured 4e-7 (HC), 3e-9 (mHC), 5e-6 (Full AttnRes) and
+// 2e-6 (Block) relative on this 2-block model; the check allows 2e-5.
 // The worked example of docs/schemes.md claims the same.
 TEST_CASE("HC, mHC, Full and Block AttnRes equal Pre-LN at init",
           "[scheme][equivalence]") {
@@ -132,7 +149,7 @@ TEST_CASE("HC, mHC, Full and Block AttnRes equal Pre-LN at init",
   CompilerContext preEps, eps;
   double preDefault = compileAtInit(preEps, tinySpec("")).loss();
   double otherDefault = compileAtInit(eps, tinySpec(residual)).loss();
-  CHECK(std::abs(otherDefault - preDefault) <= 1e-3 * preDefault);
+  CHECK(std::abs(otherDefault - preDefault) <= 2e-5 * preDefault);
 }
 
 TEST_CASE("HC uses its stream-mixing matrix A_r", "[scheme][hc]") {
