@@ -6,7 +6,8 @@
 //   read    u_k = RMSNorm_{γ_k}(A_mᵀ H)
 //   write   H <- A_rᵀ H + β f_kᵀ
 //   readout h_out = Σ_i H_i
-module attributes {drc.options = {streams = 4}} {
+//   static  with dynamic = false, A = A⁰ and β = 1 (shared by all tokens)
+module attributes {drc.options = {streams = 4, dynamic = true}} {
   func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %n = drc.static "streams" : index
     %ones = tensor.generate %n {
@@ -28,10 +29,11 @@ module attributes {drc.options = {streams = 4}} {
     return %c : tensor<?x?x?xf32>
   }
 
-  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>) {
+  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32>, tensor<*xf32>) {
     %d = drc.static "d" : index
     %n = drc.static "streams" : index
     %k = drc.static "k" : index
+    %dynamic = drc.static "dynamic" : i1
     %c1 = arith.constant 1 : index
     %kn = arith.remui %k, %n : index
     %e = tensor.generate %n {
@@ -49,28 +51,34 @@ module attributes {drc.options = {streams = 4}} {
     %a0m = drc.weight "res.a0_read" = %e : tensor<?x1xf32>
     %a0r = drc.weight "res.a0_mix" = %eye : tensor<?x?xf32>
     %b0 = drc.weight "res.beta0" [%n, %c1] init ones : tensor<?x?xf32>
-    %wm = drc.weight "res.w_read" [%c1, %d] init zeros decay : tensor<?x?xf32>
-    %wr = drc.weight "res.w_mix" [%n, %d] init zeros decay : tensor<?x?xf32>
-    %wb = drc.weight "res.w_beta" [%c1, %d] init zeros decay : tensor<?x?xf32>
-    %sa = drc.weight "res.s_a" init constant(0.01) decay : tensor<f32>
-    %sb = drc.weight "res.s_b" init constant(0.01) decay : tensor<f32>
     %gain = drc.weight "norm.gain" [%d] init ones : tensor<?xf32>
 
-    %hbar = drc.rms_norm %h : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-    %am = func.call @coef(%hbar, %wm, %sa, %a0m) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?x1xf32>) -> tensor<?x?x?xf32>
-    %ar = func.call @coef(%hbar, %wr, %sa, %a0r) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
-    %beta = func.call @coef(%hbar, %wb, %sb, %b0) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
-    %m0 = drc.mix %h by %am : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x1x?xf32>
+    // Per-token coefficients [N, n, .] when dynamic, else A⁰ and β⁰ themselves.
+    %am, %ar, %beta = scf.if %dynamic -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
+      %wm = drc.weight "res.w_read" [%c1, %d] init zeros decay : tensor<?x?xf32>
+      %wr = drc.weight "res.w_mix" [%n, %d] init zeros decay : tensor<?x?xf32>
+      %wb = drc.weight "res.w_beta" [%c1, %d] init zeros decay : tensor<?x?xf32>
+      %sa = drc.weight "res.s_a" init constant(0.01) decay : tensor<f32>
+      %sb = drc.weight "res.s_b" init constant(0.01) decay : tensor<f32>
+      %hbar = drc.rms_norm %h : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+      %dm = func.call @coef(%hbar, %wm, %sa, %a0m) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?x1xf32>) -> tensor<?x?x?xf32>
+      %dr = func.call @coef(%hbar, %wr, %sa, %a0r) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+      %db = func.call @coef(%hbar, %wb, %sb, %b0) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+      scf.yield %dm, %dr, %db : tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>
+    } else {
+      scf.yield %a0m, %a0r, %b0 : tensor<?x1xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+    }
+    %m0 = drc.mix %h by %am : (tensor<?x?x?xf32>, tensor<*xf32>) -> tensor<?x1x?xf32>
     %x = drc.view %m0 : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
     %u = drc.rms_norm %x gain %gain : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
-    return %u, %h, %ar, %beta : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>
+    return %u, %h, %ar, %beta : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32>, tensor<*xf32>
   }
 
-  func.func @write(%h: tensor<?x?x?xf32>, %ar: tensor<?x?x?xf32>, %beta: tensor<?x?x?xf32>, %f: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
-    %kept = drc.mix %h by %ar : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  // β is [N, n, 1] or [n, 1]: read transposed it spreads f's one row over n.
+  func.func @write(%h: tensor<?x?x?xf32>, %ar: tensor<*xf32>, %beta: tensor<*xf32>, %f: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
+    %kept = drc.mix %h by %ar : (tensor<?x?x?xf32>, tensor<*xf32>) -> tensor<?x?x?xf32>
     %frow = drc.view %f : (tensor<?x?xf32>) -> tensor<?x1x?xf32>
-    %brow = drc.view %beta : (tensor<?x?x?xf32>) -> tensor<?x1x?xf32>
-    %spread = drc.mix %frow by %brow : (tensor<?x1x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
+    %spread = drc.mix %frow by %beta {transpose_coef} : (tensor<?x1x?xf32>, tensor<*xf32>) -> tensor<?x?x?xf32>
     %next = drc.add %kept, %spread : tensor<?x?x?xf32>
     return %next : tensor<?x?x?xf32>
   }

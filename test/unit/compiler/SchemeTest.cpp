@@ -108,6 +108,7 @@ TEST_CASE("single-stream schemes' gradients match finite differences",
 TEST_CASE("multi-stream schemes' gradients match finite differences",
           "[scheme][gradient]") {
   checkSchemeGradients("scheme = \"hc\"");
+  checkSchemeGradients("scheme = \"hc\"\ndynamic = false");
   checkSchemeGradients("scheme = \"mhc\"");
   checkSchemeGradients("scheme = \"vwn\"");
   checkSchemeGradients("scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
