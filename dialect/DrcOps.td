@@ -334,6 +334,25 @@ def Drc_StaticOp : Drc_Op<"static", [Pure]> {
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+def Drc_EyeOp : Drc_Op<"eye", [Pure, AttrSizedOperandSegments]> {
+  let summary = "a constant 0/1 pattern of a scheme (identities, one-hot columns)";
+  let description = [{
+    Element i of a vector is `on` where i = offset; element (i, j) of a
+    matrix is `on` where i - offset = j (with `cyclic`, where
+    (i - offset) mod cols = j), and `off` elsewhere. Sizes are index
+    values. HC's A0 read column e_(k mod n) is `drc.eye [%n, %c1] at %kn`,
+    mHC's gap-8 bias `drc.eye [%n, %n] {on = 0.0, off = -8.0}`, VWN's cyclic
+    B0 `drc.eye [%n, %m] {cyclic}`. Instantiation evaluates it to a dense
+    constant.
+  }];
+  let arguments = (ins Variadic<Index>:$sizes, Optional<Index>:$offset,
+                       DefaultValuedAttr<F64Attr, "1.0">:$on,
+                       DefaultValuedAttr<F64Attr, "0.0">:$off,
+                       UnitAttr:$cyclic);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "`[` $sizes `]` (`at` $offset^)? attr-dict `:` type($result)";
+}
+
 def Drc_WeightOp : Drc_Op<"weight", [AttrSizedOperandSegments]> {
   let summary = "declares a parameter of a scheme and reads it";
   let description = [{

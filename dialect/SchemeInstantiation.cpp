@@ -397,7 +397,8 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     map.map(loop.getResults(), carried);
     return success();
   }
-  if (isa<tensor::GenerateOp, tensor::FromElementsOp, tensor::SplatOp>(op))
+  if (isa<tensor::GenerateOp, tensor::FromElementsOp, tensor::SplatOp, EyeOp>(
+          op))
     return generate(frame, op, map);
   if (isCompileTimeArithmetic(op))
     return evaluate(frame, op, map);
@@ -475,15 +476,40 @@ LogicalResult SchemeInstantiator::generate(Frame &frame, Operation &op,
                              "value";
   };
   SmallVector<double> values;
-  if (auto gen = dyn_cast<tensor::GenerateOp>(op)) {
-    auto extents = gen.getDynamicExtents().begin();
+  auto staticSizes = [&](ValueRange sizes) -> LogicalResult {
+    auto size = sizes.begin();
     for (int64_t &d : shape)
       if (ShapedType::isDynamic(d)) {
-        std::optional<int64_t> e = constantInt(map.lookup(*extents++));
+        std::optional<int64_t> e = size == sizes.end()
+                                       ? std::nullopt
+                                       : constantInt(map.lookup(*size++));
         if (!e || *e < 1)
           return notConstant("each dynamic size");
         d = *e;
       }
+    return success();
+  };
+  if (auto eye = dyn_cast<EyeOp>(op)) {
+    if (failed(staticSizes(eye.getSizes())))
+      return failure();
+    std::optional<int64_t> offset =
+        eye.getOffset() ? constantInt(map.lookup(eye.getOffset())) : 0;
+    if (!offset)
+      return notConstant("the offset");
+    if (shape.empty() || shape.size() > 2)
+      return op.emitError() << "drc.eye makes a vector or a matrix";
+    int64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t shifted = i - *offset;
+        if (eye.getCyclic())
+          shifted = ((shifted % cols) + cols) % cols;
+        bool hit = shape.size() == 1 ? i == *offset : shifted == j;
+        values.push_back((hit ? eye.getOn() : eye.getOff()).convertToDouble());
+      }
+  } else if (auto gen = dyn_cast<tensor::GenerateOp>(op)) {
+    if (failed(staticSizes(gen.getDynamicExtents())))
+      return failure();
     Block &body = gen.getBody().front();
     int64_t count = 1;
     for (int64_t d : shape)
@@ -525,19 +551,22 @@ LogicalResult SchemeInstantiator::generate(Frame &frame, Operation &op,
           env[r] = isa<Value>(f) ? lookup(cast<Value>(f)) : cast<Attribute>(f);
       }
     }
+  } else if (auto splat = dyn_cast<tensor::SplatOp>(op)) {
+    std::optional<double> v = scalar(constantOf(map.lookup(splat.getInput())));
+    if (!v)
+      return notConstant("the value");
+    if (failed(staticSizes(splat.getDynamicSizes())))
+      return failure();
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    values.assign(count, *v);
   } else {
     for (Value v : op.getOperands()) {
       std::optional<double> s = scalar(constantOf(map.lookup(v)));
       if (!s)
         return notConstant("each element");
       values.push_back(*s);
-    }
-    if (isa<tensor::SplatOp>(op)) {
-      int64_t count = declared.hasStaticShape() ? declared.getNumElements() : 0;
-      if (!declared.hasStaticShape())
-        return op.emitError() << "tensor.splat in a scheme needs a static "
-                                 "shape; use tensor.generate for sizes";
-      values.assign(count, values.front());
     }
   }
   auto type = withShape(shape, element);

@@ -10,11 +10,8 @@
 module attributes {drc.options = {streams = 4, dynamic = true}} {
   func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %n = drc.static "streams" : index
-    %ones = tensor.generate %n {
-    ^bb0(%i: index, %j: index):
-      %one = arith.constant 1.0 : f32
-      tensor.yield %one : f32
-    } : tensor<1x?xf32>
+    %one = arith.constant 1.0 : f32
+    %ones = tensor.splat %one[%n] : tensor<1x?xf32>
     %row = drc.view %h0 : (tensor<?x?xf32>) -> tensor<?x1x?xf32>
     %h = drc.mix %row by %ones : (tensor<?x1x?xf32>, tensor<1x?xf32>) -> tensor<?x?x?xf32>
     return %h : tensor<?x?x?xf32>
@@ -36,18 +33,8 @@ module attributes {drc.options = {streams = 4, dynamic = true}} {
     %dynamic = drc.static "dynamic" : i1
     %c1 = arith.constant 1 : index
     %kn = arith.remui %k, %n : index
-    %e = tensor.generate %n {
-    ^bb0(%i: index, %j: index):
-      %hit = arith.cmpi eq, %i, %kn : index
-      %v = arith.uitofp %hit : i1 to f32
-      tensor.yield %v : f32
-    } : tensor<?x1xf32>
-    %eye = tensor.generate %n, %n {
-    ^bb0(%i: index, %j: index):
-      %hit = arith.cmpi eq, %i, %j : index
-      %v = arith.uitofp %hit : i1 to f32
-      tensor.yield %v : f32
-    } : tensor<?x?xf32>
+    %e = drc.eye [%n, %c1] at %kn : tensor<?x1xf32>
+    %eye = drc.eye [%n, %n] : tensor<?x?xf32>
     %a0m = drc.weight "res.a0_read" = %e : tensor<?x1xf32>
     %a0r = drc.weight "res.a0_mix" = %eye : tensor<?x?xf32>
     %b0 = drc.weight "res.beta0" [%n, %c1] init ones : tensor<?x?xf32>
@@ -85,11 +72,8 @@ module attributes {drc.options = {streams = 4, dynamic = true}} {
 
   func.func @readout(%h: tensor<?x?x?xf32>) -> tensor<?x?xf32> {
     %n = drc.static "streams" : index
-    %ones = tensor.generate %n {
-    ^bb0(%i: index, %j: index):
-      %one = arith.constant 1.0 : f32
-      tensor.yield %one : f32
-    } : tensor<?x1xf32>
+    %one = arith.constant 1.0 : f32
+    %ones = tensor.splat %one[%n] : tensor<?x1xf32>
     %sum = drc.mix %h by %ones : (tensor<?x?x?xf32>, tensor<?x1xf32>) -> tensor<?x1x?xf32>
     %out = drc.view %sum : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
     return %out : tensor<?x?xf32>

@@ -12,11 +12,8 @@
 module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
   func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %n = drc.static "streams" : index
-    %ones = tensor.generate %n {
-    ^bb0(%i: index, %j: index):
-      %one = arith.constant 1.0 : f32
-      tensor.yield %one : f32
-    } : tensor<1x?xf32>
+    %one = arith.constant 1.0 : f32
+    %ones = tensor.splat %one[%n] : tensor<1x?xf32>
     %row = drc.view %h0 : (tensor<?x?xf32>) -> tensor<?x1x?xf32>
     %x = drc.mix %row by %ones : (tensor<?x1x?xf32>, tensor<1x?xf32>) -> tensor<?x?x?xf32>
     return %x : tensor<?x?x?xf32>
@@ -32,22 +29,8 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
     %nd = arith.muli %n, %d : index
     %nn = arith.muli %n, %n : index
     %kn = arith.remui %k, %n : index
-    %gap_pre = tensor.generate %n {
-    ^bb0(%i: index):
-      %hit = arith.cmpi eq, %i, %kn : index
-      %plus = arith.constant 8.0 : f32
-      %minus = arith.constant -8.0 : f32
-      %v = arith.select %hit, %plus, %minus : f32
-      tensor.yield %v : f32
-    } : tensor<?xf32>
-    %gap_res = tensor.generate %n, %n {
-    ^bb0(%i: index, %j: index):
-      %diagonal = arith.cmpi eq, %i, %j : index
-      %zero = arith.constant 0.0 : f32
-      %minus = arith.constant -8.0 : f32
-      %v = arith.select %diagonal, %zero, %minus : f32
-      tensor.yield %v : f32
-    } : tensor<?x?xf32>
+    %gap_pre = drc.eye [%n] at %kn {on = 8.0, off = -8.0} : tensor<?xf32>
+    %gap_res = drc.eye [%n, %n] {on = 0.0, off = -8.0} : tensor<?x?xf32>
     %phi_pre = drc.weight "res.phi_pre" [%n, %nd] init zeros decay : tensor<?x?xf32>
     %phi_post = drc.weight "res.phi_post" [%n, %nd] init zeros decay : tensor<?x?xf32>
     %phi_res = drc.weight "res.phi_res" [%nn, %nd] init zeros decay : tensor<?x?xf32>
@@ -102,10 +85,7 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
     %nf = arith.sitofp %ni : i64 to f32
     %one = arith.constant 1.0 : f32
     %inv = arith.divf %one, %nf : f32
-    %mean = tensor.generate %n {
-    ^bb0(%i: index, %j: index):
-      tensor.yield %inv : f32
-    } : tensor<?x1xf32>
+    %mean = tensor.splat %inv[%n] : tensor<?x1xf32>
     %avg = drc.mix %x by %mean : (tensor<?x?x?xf32>, tensor<?x1xf32>) -> tensor<?x1x?xf32>
     %out = drc.view %avg : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
     return %out : tensor<?x?xf32>

@@ -44,25 +44,9 @@ module attributes {drc.options = {m = 2, n = 3, groupnorm = true}} {
     %dbi = arith.index_cast %db : index to i64
     %dbf = arith.sitofp %dbi : i64 to f32
     %tau = math.sqrt %dbf : f32
-    %eye_read = tensor.generate %n, %m {
-    ^bb0(%i: index, %j: index):
-      %hit = arith.cmpi eq, %i, %j : index
-      %v = arith.uitofp %hit : i1 to f32
-      tensor.yield %v : f32
-    } : tensor<?x?xf32>
-    %eye_mix = tensor.generate %n, %n {
-    ^bb0(%i: index, %j: index):
-      %hit = arith.cmpi eq, %i, %j : index
-      %v = arith.uitofp %hit : i1 to f32
-      tensor.yield %v : f32
-    } : tensor<?x?xf32>
-    %cyclic = tensor.generate %n, %m {
-    ^bb0(%i: index, %j: index):
-      %im = arith.remui %i, %m : index
-      %hit = arith.cmpi eq, %im, %j : index
-      %v = arith.uitofp %hit : i1 to f32
-      tensor.yield %v : f32
-    } : tensor<?x?xf32>
+    %eye_read = drc.eye [%n, %m] : tensor<?x?xf32>
+    %eye_mix = drc.eye [%n, %n] : tensor<?x?xf32>
+    %cyclic = drc.eye [%n, %m] {cyclic} : tensor<?x?xf32>
     %g = drc.weight "res.norm.gain" [%db] init ones : tensor<?xf32>
     %w_read = drc.weight "res.w_read" [%m, %db] init zeros decay : tensor<?x?xf32>
     %w_mix = drc.weight "res.w_mix" [%n, %db] init zeros decay : tensor<?x?xf32>
