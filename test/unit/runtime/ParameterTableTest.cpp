@@ -45,6 +45,8 @@ TEST_CASE("the manifest text round-trips", "[ParameterTable]") {
   ParameterTable table = test::preLnParameters(32, 64, 1, 176);
   table.add("blocks.0.hc.s_a", {}, Init::constant(0.01), true);
   table.add("blocks.0.hc.alpha", {4, 5}, Init::zeros(), false);
+  table.add("blocks.0.hc.a0", {2, 2}, Init::fromValues({1, 0, -0.25f, 1e-7f}),
+            false);
   std::string text = table.toText();
   CHECK(text.starts_with(
       "param embed.weight shape=32x64 offset=0 "
@@ -54,6 +56,7 @@ TEST_CASE("the manifest text round-trips", "[ParameterTable]") {
   CHECK(text.find("param blocks.0.hc.s_a shape=scalar offset=") !=
         std::string::npos);
   CHECK(text.find(" init=constant(0.01) decay=1\n") != std::string::npos);
+  CHECK(text.find(" init=values(1,0,-0.25,1") != std::string::npos);
 
   ParameterTable parsed = ParameterTable::parse(text, "m.txt");
   REQUIRE(parsed.size() == table.size());
@@ -132,6 +135,13 @@ TEST_CASE("bad manifest lines are InputErrors naming file:line",
         "model.manifest:3: parameter 'x' has init "
         "trunc_normal(0.02,0.001); std must be positive and clip at least "
         "std/2");
+}
+
+TEST_CASE("values() must match the shape", "[ParameterTable]") {
+  ParameterTable t;
+  CHECK_THROWS_WITH(t.add("a0", {2, 2}, Init::fromValues({1, 0, 1}), false),
+                    "parameter 'a0' has shape [2, 2] but 3 initial values, "
+                    "or a non-finite one");
 }
 
 TEST_CASE("a failed parseLine leaves the table unchanged", "[ParameterTable]") {
