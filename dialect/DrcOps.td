@@ -350,7 +350,7 @@ def Drc_EyeOp : Drc_Op<"eye", [Pure, AttrSizedOperandSegments]> {
                        DefaultValuedAttr<F64Attr, "0.0">:$off,
                        UnitAttr:$cyclic);
   let results = (outs Drc_FloatTensor:$result);
-  let assemblyFormat = "`[` $sizes `]` (`at` $offset^)? attr-dict `:` type($result)";
+  let assemblyFormat = "` ` `[` $sizes `]` (`at` $offset^)? attr-dict `:` type($result)";
 }
 
 def Drc_WeightOp : Drc_Op<"weight", [AttrSizedOperandSegments]> {

@@ -97,3 +97,25 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %sg = drc.softmax_grad %sm grad %h2 {axis = 1 : i64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
   return
 }
+
+// Scheme templates: compile-time values, weights and constant patterns.
+// CHECK-LABEL: func.func @template
+func.func @template(%h: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>, tensor<?x1xf32>) {
+  // CHECK: %[[N:.*]] = drc.static "streams" : index
+  %n = drc.static "streams" : index
+  // CHECK: drc.static "dynamic" : i1
+  %dyn = drc.static "dynamic" : i1
+  %d = drc.static "d" : index
+  // CHECK: drc.weight "res.w" [%[[N]], %{{.*}}] init constant(0.000000e+00) decay : tensor<?x?xf32>
+  %w = drc.weight "res.w" [%n, %d] init zeros decay : tensor<?x?xf32>
+  // CHECK: drc.weight "res.s" init constant(1.000000e-02) : tensor<f32>
+  %s = drc.weight "res.s" init constant(0.01) : tensor<f32>
+  // CHECK: drc.weight "embed.w_exp" [%{{.*}}, %{{.*}}] init matrix decay : tensor<?x?xf32>
+  %m = drc.weight "embed.w_exp" [%d, %d] init matrix decay : tensor<?x?xf32>
+  // CHECK: %[[E:.*]] = drc.eye [%[[N]], %{{.*}}] at %{{.*}} {off = -8.000000e+00 : f64} : tensor<?x1xf32>
+  %c1 = arith.constant 1 : index
+  %e = drc.eye [%n, %c1] at %c1 {off = -8.0} : tensor<?x1xf32>
+  // CHECK: drc.weight "res.a0" = %[[E]] : tensor<?x1xf32>
+  %a0 = drc.weight "res.a0" = %e : tensor<?x1xf32>
+  return %w, %s, %m, %a0 : tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>, tensor<?x1xf32>
+}

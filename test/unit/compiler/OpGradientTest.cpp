@@ -288,6 +288,27 @@ TEST_CASE("scale and shift gradients match finite differences", "[gradient]") {
   }
 }
 
+TEST_CASE("center gradient matches finite differences", "[gradient]") {
+  // Each row of x [6, 3, 5] ~N(0, 3) minus its mean, viewed as 15 classes.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx, param("x", "6x3x5"),
+      ref("x", "6x3x5") +
+          "  %c = drc.center %x : tensor<6x3x5xf64>\n"
+          "  %y = drc.view %c : (tensor<6x3x5xf64>) -> tensor<6x15xf64>",
+      6, 15);
+  double *x = &p.params[p.model->parameters().find("x")->offset];
+  for (int i = 0; i < 90; ++i)
+    x[i] *= 3;
+  double expected = referenceLoss(p, 15, [&](int t, int l) {
+    const double *row = x + (t * 3 + l / 5) * 5;
+    double mean = (row[0] + row[1] + row[2] + row[3] + row[4]) / 5;
+    return row[l % 5] - mean;
+  });
+  CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+  checkGradients(p);
+}
+
 TEST_CASE("softmax gradients match finite differences", "[gradient]") {
   // Over the rows of each token's set (axis 1) and within a row (axis 2) of
   // x [6, 3, 5] ~N(0, 3), viewed as 15 classes.
