@@ -520,14 +520,19 @@ def Drc_CrossEntropyGradOp : Drc_Op<"cross_entropy_grad", [Pure]> {
 
 def Drc_CausalAttentionGradOp : Drc_Op<"causal_attention_grad", [Pure]> {
   let summary = "q, k, v adjoints of causal_attention from its saved output and lse";
+  let description = [{
+    With `lse_grad`, the log-sum-exp result is differentiated too (a softmax
+    merged with other keys, as MoDA's depth keys are, reads it).
+  }];
   let arguments = (ins Drc_FloatTensor:$q, Drc_FloatTensor:$k, Drc_FloatTensor:$v,
                        Drc_FloatTensor:$out, Drc_FloatTensor:$lse,
                        Drc_FloatTensor:$result_grad,
+                       Optional<Drc_FloatTensor>:$lse_grad,
                        I64Attr:$n_head, I64Attr:$seq_len);
   let results = (outs Drc_FloatTensor:$q_grad, Drc_FloatTensor:$k_grad,
                       Drc_FloatTensor:$v_grad);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `,` $out `,` $lse `grad` $result_grad attr-dict `:` functional-type(operands, results)
+    $q `,` $k `,` $v `,` $out `,` $lse `grad` $result_grad (`,` $lse_grad^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

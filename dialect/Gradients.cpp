@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialect/DrcDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -82,15 +83,19 @@ LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult
 CausalAttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[1])
-    return emitOpError("cannot differentiate through the log-sum-exp result; "
-                       "it is saved for the backward pass only");
   Value dOut = resultGrads[0];
+  if (!dOut) { // only the log-sum-exp is used
+    auto type = cast<RankedTensorType>(getResult().getType());
+    dOut = arith::ConstantOp::create(
+        b, getLoc(),
+        DenseElementsAttr::get(type,
+                               b.getFloatAttr(type.getElementType(), 0.0)));
+  }
   auto grad = CausalAttentionGradOp::create(
       b, getLoc(),
       TypeRange{getQ().getType(), getK().getType(), getV().getType()}, getQ(),
-      getK(), getV(), getResult(), getLse(), dOut, getNHeadAttr(),
-      getSeqLenAttr());
+      getK(), getV(), getResult(), getLse(), dOut, resultGrads[1],
+      getNHeadAttr(), getSeqLenAttr());
   operandGrads.assign(grad.getResults().begin(), grad.getResults().end());
   return success();
 }

@@ -1003,6 +1003,14 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
                  {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
                    k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
                  });
+  // d lse / d S = scale P, so a log-sum-exp adjoint enters as D - dlse.
+  if (Value dlse = op.getLseGrad()) {
+    AffineMap same = k.map(2, {0, 1});
+    dsum = k.generic1(
+        {dsum, lseFromTokens(k, dlse, l)}, k.empty({l.blocks(), l.seqLen}),
+        {same, same, same}, {kPar, kPar},
+        [&](Scalar &s, ValueRange a) { k.yield(s, s.sub(a[0], a[1])); });
+  }
   // dS = scale P (dP - D), scaled here once for both dQ and dK.
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
   Value ds = k.generic1(

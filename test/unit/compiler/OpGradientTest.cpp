@@ -417,6 +417,29 @@ TEST_CASE("causal_attention gradients match finite differences", "[gradient]") {
   checkGradients(p);
 }
 
+TEST_CASE("causal_attention's log-sum-exp gradient matches finite "
+          "differences",
+          "[gradient]") {
+  // A loss of the output and the log-sum-exp together (the per-head lse
+  // [8, 2] spread over the 8 columns by a fixed matrix), as a softmax merged
+  // with other keys would read them.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx,
+      param("q", "8x8") + param("k", "8x8") + param("v", "8x8") +
+          param("spread", "8x2"),
+      ref("q", "8x8") + ref("k", "8x8") + ref("v", "8x8") +
+          ref("spread", "8x2") +
+          "  %o, %lse = drc.causal_attention %q, %k, %v {n_head = 2 : i64, "
+          "seq_len = 4 : i64} : (tensor<8x8xf64>, tensor<8x8xf64>, "
+          "tensor<8x8xf64>) -> (tensor<8x8xf64>, tensor<8x2xf64>)\n"
+          "  %l = drc.linear %lse, %spread : (tensor<8x2xf64>, "
+          "tensor<8x2xf64>) -> tensor<8x8xf64>\n"
+          "  %y = drc.add %o, %l : tensor<8x8xf64>",
+      8, 8);
+  checkGradients(p);
+}
+
 TEST_CASE("silu_mul gradients match finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(ctx, param("a", "6x5") + param("b", "6x5"),
