@@ -10,7 +10,8 @@
 //   readout h_out = W_red GN(vec H): GroupNorm over r groups of d channels,
 //           affine (1, 0); omitted when r ∉ ℤ or groupnorm = false
 //   init    Å⁰ = [I_m; 0], Â⁰ = I_n, B⁰_ij = 1 iff j mod m = i; S = 1; W = 0
-module attributes {drc.options = {m = 2, n = 3, groupnorm = true}} {
+//   static  with dynamic = false, A = A⁰ and B = B⁰ (shared by all tokens)
+module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true}} {
   func.func @embed(%x: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %d = drc.static "d" : index
     %m = drc.static "m" : index
@@ -36,7 +37,8 @@ module attributes {drc.options = {m = 2, n = 3, groupnorm = true}} {
     return %c : tensor<?x?x?xf32>
   }
 
-  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>) {
+  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32>, tensor<*xf32>) {
+    %dynamic = drc.static "dynamic" : i1
     %d = drc.static "d" : index
     %m = drc.static "m" : index
     %n = drc.static "n" : index
@@ -47,33 +49,39 @@ module attributes {drc.options = {m = 2, n = 3, groupnorm = true}} {
     %eye_read = drc.eye [%n, %m] : tensor<?x?xf32>
     %eye_mix = drc.eye [%n, %n] : tensor<?x?xf32>
     %cyclic = drc.eye [%n, %m] {cyclic} : tensor<?x?xf32>
-    %g = drc.weight "res.norm.gain" [%db] init ones : tensor<?xf32>
-    %w_read = drc.weight "res.w_read" [%m, %db] init zeros decay : tensor<?x?xf32>
-    %w_mix = drc.weight "res.w_mix" [%n, %db] init zeros decay : tensor<?x?xf32>
-    %w_write = drc.weight "res.w_write" [%m, %db] init zeros decay : tensor<?x?xf32>
-    %s_read = drc.weight "res.s_read" [%n, %m] init ones decay : tensor<?x?xf32>
-    %s_mix = drc.weight "res.s_mix" [%n, %n] init ones decay : tensor<?x?xf32>
-    %s_write = drc.weight "res.s_write" [%n, %m] init ones decay : tensor<?x?xf32>
     %a0_read = drc.weight "res.a0_read" = %eye_read : tensor<?x?xf32>
     %a0_mix = drc.weight "res.a0_mix" = %eye_mix : tensor<?x?xf32>
     %b0_write = drc.weight "res.b0_write" = %cyclic : tensor<?x?xf32>
     %gain = drc.weight "norm.gain" [%d] init ones : tensor<?xf32>
 
-    %hbar = drc.rms_norm %h gain %g : (tensor<?x?x?xf32>, tensor<?xf32>) -> tensor<?x?x?xf32>
-    %a_read = func.call @coef(%hbar, %w_read, %s_read, %a0_read, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
-    %a_mix = func.call @coef(%hbar, %w_mix, %s_mix, %a0_mix, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
-    %b_t = func.call @coef(%hbar, %w_write, %s_write, %b0_write, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
-    %rows = drc.mix %h by %a_read : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    // Per-token coefficients [N, n, .] when dynamic, else A⁰ and B⁰ themselves.
+    %a_read, %a_mix, %b_t = scf.if %dynamic -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
+      %g = drc.weight "res.norm.gain" [%db] init ones : tensor<?xf32>
+      %w_read = drc.weight "res.w_read" [%m, %db] init zeros decay : tensor<?x?xf32>
+      %w_mix = drc.weight "res.w_mix" [%n, %db] init zeros decay : tensor<?x?xf32>
+      %w_write = drc.weight "res.w_write" [%m, %db] init zeros decay : tensor<?x?xf32>
+      %s_read = drc.weight "res.s_read" [%n, %m] init ones decay : tensor<?x?xf32>
+      %s_mix = drc.weight "res.s_mix" [%n, %n] init ones decay : tensor<?x?xf32>
+      %s_write = drc.weight "res.s_write" [%n, %m] init ones decay : tensor<?x?xf32>
+      %hbar = drc.rms_norm %h gain %g : (tensor<?x?x?xf32>, tensor<?xf32>) -> tensor<?x?x?xf32>
+      %dr = func.call @coef(%hbar, %w_read, %s_read, %a0_read, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
+      %dm = func.call @coef(%hbar, %w_mix, %s_mix, %a0_mix, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
+      %dw = func.call @coef(%hbar, %w_write, %s_write, %b0_write, %tau) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, f32) -> tensor<?x?x?xf32>
+      scf.yield %dr, %dm, %dw : tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>
+    } else {
+      scf.yield %a0_read, %a0_mix, %b0_write : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+    }
+    %rows = drc.mix %h by %a_read : (tensor<?x?x?xf32>, tensor<*xf32>) -> tensor<?x?x?xf32>
     %x = drc.view %rows : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
     %u = drc.rms_norm %x gain %gain : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
-    return %u, %h, %a_mix, %b_t : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>
+    return %u, %h, %a_mix, %b_t : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32>, tensor<*xf32>
   }
 
-  func.func @write(%h: tensor<?x?x?xf32>, %a_mix: tensor<?x?x?xf32>, %b_t: tensor<?x?x?xf32>, %f: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
+  func.func @write(%h: tensor<?x?x?xf32>, %a_mix: tensor<*xf32>, %b_t: tensor<*xf32>, %f: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %m = drc.static "m" : index
-    %kept = drc.mix %h by %a_mix : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    %kept = drc.mix %h by %a_mix : (tensor<?x?x?xf32>, tensor<*xf32>) -> tensor<?x?x?xf32>
     %z = drc.view %f [%m] : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
-    %spread = drc.mix %z by %b_t {transpose_coef} : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    %spread = drc.mix %z by %b_t {transpose_coef} : (tensor<?x?x?xf32>, tensor<*xf32>) -> tensor<?x?x?xf32>
     %next = drc.add %kept, %spread : tensor<?x?x?xf32>
     return %next : tensor<?x?x?xf32>
   }

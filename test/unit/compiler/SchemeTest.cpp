@@ -112,6 +112,7 @@ TEST_CASE("multi-stream schemes' gradients match finite differences",
   checkSchemeGradients("scheme = \"mhc\"");
   checkSchemeGradients("scheme = \"vwn\"");
   checkSchemeGradients("scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
+  checkSchemeGradients("scheme = \"vwn\"\ndynamic = false");
 }
 
 TEST_CASE("depth-attention schemes' gradients match finite differences",
