@@ -403,6 +403,10 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
   if (isCompileTimeArithmetic(op))
     return evaluate(frame, op, map);
 
+  if (op.getNumRegions() != 0)
+    return op.emitError() << "'" << op.getName()
+                          << "' has regions; in a scheme only scf.if, "
+                             "scf.for and tensor.generate may";
   Operation *clone = b.clone(op, map);
   if (auto norm = dyn_cast<RMSNormOp>(clone))
     norm.setEpsAttr(normEps);
