@@ -195,6 +195,7 @@ def Drc_AppendOp : Drc_DiffOp<"append"> {
   let results = (outs Drc_FloatTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Drc_RowsOp : Drc_DiffOp<"rows"> {
@@ -237,6 +238,7 @@ def Drc_ScaleOp : Drc_DiffOp<"scale", [AllTypesMatch<["input", "result"]>]> {
   let results = (outs Drc_FloatTensor:$result);
   let assemblyFormat = "$input (`by` $scale^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Drc_ShiftOp : Drc_DiffOp<"shift", [AllTypesMatch<["input", "result"]>]> {

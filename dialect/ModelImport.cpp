@@ -89,6 +89,25 @@ Location specLocation(MLIRContext &context, const std::string &where) {
                              std::stoul(where.substr(col + 1)));
 }
 
+/// The backbone's own parameters (ARCHITECTURES.md §1.2): the embedding,
+/// every sublayer's norm gain γ_k and projections, the final norm and the LM
+/// head. A scheme may read them (MoDA caches W_k u and W_v u); every other
+/// parameter it declares belongs to the residual scheme.
+bool isBackboneParameter(StringRef name) {
+  static constexpr StringLiteral model[] = {"embed.weight", "final_norm.gain",
+                                            "unembed.weight"};
+  static constexpr StringLiteral sublayer[] = {
+      "attn.norm.gain", "attn.wq", "attn.wk", "attn.wv", "attn.wo",
+      "ffn.norm.gain",  "ffn.w1",  "ffn.w2",  "ffn.w3"};
+  if (llvm::is_contained(model, name))
+    return true;
+  if (!name.consume_front("blocks."))
+    return false;
+  auto [block, rest] = name.split('.');
+  return !block.empty() && llvm::all_of(block, llvm::isDigit) &&
+         llvm::is_contained(sublayer, rest);
+}
+
 /// Built-in sizes plus the scheme's options, with the spec's values.
 FailureOr<StaticValues> modelStatics(MLIRContext &context, const Scheme &scheme,
                                      const ::drc::ModelSpec &spec) {
@@ -174,8 +193,7 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
       [&](Location at, StringRef name, RankedTensorType type, InitAttr init,
           bool decay) -> FailureOr<Value> {
         FailureOr<Value> ref = mb.param(at, name, type, init, decay);
-        // γ_k ("norm.gain") is the backbone's, wherever a scheme applies it.
-        if (succeeded(ref) && !name.ends_with(".norm.gain"))
+        if (succeeded(ref) && !isBackboneParameter(name))
           module->lookupSymbol<ParamOp>(name)->setAttr(kResidualAttr,
                                                        b.getUnitAttr());
         return ref;

@@ -183,28 +183,27 @@ LogicalResult refineResultType(Operation *op, Type element) {
   return success();
 }
 
-/// A scale by a compile-time scalar (LNS's 1/√ℓ, DeepNorm's c) becomes the
-/// op's constant factor: no operand to bind, nothing to differentiate.
-Value foldConstantScale(OpBuilder &b, Operation *op) {
-  auto scale = dyn_cast<ScaleOp>(op);
-  if (!scale || !scale.getScale())
-    return {};
-  auto value =
-      dyn_cast_if_present<DenseElementsAttr>(constantOf(scale.getScale()));
-  if (!value || !value.isSplat() || value.getType().getRank() != 0)
-    return {};
-  double factor = scale.getFactor().convertToDouble() *
-                  value.getSplatValue<APFloat>().convertToDouble();
-  if (factor == 1.0) { // LNS's block 0, KEEL's sublayer 1
-    Value input = scale.getInput();
+/// Folds an op the instantiator created with the op's own folder, to a
+/// fixpoint (drc.scale takes a constant scale into its factor and then drops
+/// a factor of 1; drc.append drops empty sets). Returns the value that
+/// replaces the op's single result, or null when the op stays.
+Value foldCreated(Operation *op) {
+  for (int round = 0; round < 8 && op->getNumResults() == 1; ++round) {
+    SmallVector<Attribute> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(constantOf(v));
+    SmallVector<OpFoldResult> folded;
+    if (failed(op->fold(operands, folded)))
+      return {};
+    if (folded.empty())
+      continue; // folded in place; it may fold further
+    auto value = dyn_cast<Value>(folded.front());
+    if (!value)
+      return {};
     op->erase();
-    return input;
+    return value;
   }
-  auto folded =
-      ScaleOp::create(b, op->getLoc(), scale.getType(), scale.getInput(),
-                      Value(), b.getF64FloatAttr(factor));
-  op->erase();
-  return folded;
+  return {};
 }
 
 } // namespace
@@ -416,7 +415,7 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     view.getSizesMutable().clear();
   if (failed(verify(clone)))
     return failure();
-  if (Value folded = foldConstantScale(b, clone))
+  if (Value folded = foldCreated(clone))
     map.map(op.getResult(0), folded);
   return success();
 }
