@@ -105,21 +105,28 @@ def Drc_LinearOp : Drc_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Drc_AttentionOp : Drc_Op<"attention", [Pure]> {
+def Drc_AttentionOp : Drc_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "causal multi-head self-attention with RoPE (no biases, no norm)";
   let description = [{
     q, k, v = u Wq^T, u Wk^T, u Wv^T split into `n_head` contiguous heads;
     rotate-half RoPE with base `rope_theta` on q and k at each token's position
     within its sequence of `seq_len` tokens; causal softmax(q k^T / sqrt(d_h)) v;
     heads concatenated and projected by Wo.
+
+    With `depth` keys and values [N, r, d] (MoDA's per-token depth cache),
+    each head's one softmax also runs over the token's own r depth keys,
+    scored with the un-rotated q: see drc.depth_attention.
   }];
   let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$wq,
                        Drc_FloatTensor:$wk, Drc_FloatTensor:$wv,
-                       Drc_FloatTensor:$wo, I64Attr:$n_head, I64Attr:$seq_len,
+                       Drc_FloatTensor:$wo,
+                       Optional<Drc_FloatTensor>:$depth_keys,
+                       Optional<Drc_FloatTensor>:$depth_values,
+                       I64Attr:$n_head, I64Attr:$seq_len,
                        DefaultValuedAttr<F64Attr, "10000.0">:$rope_theta);
   let results = (outs Drc_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $wq `,` $wk `,` $wv `,` $wo attr-dict `:` functional-type(operands, results)
+    $input `,` $wq `,` $wk `,` $wv `,` $wo (`depth` $depth_keys^ `,` $depth_values)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -420,6 +427,26 @@ def Drc_CausalAttentionOp : Drc_DiffOp<"causal_attention"> {
   let hasVerifier = 1;
 }
 
+def Drc_DepthAttentionOp : Drc_DiffOp<"depth_attention"> {
+  let summary = "merges each token's depth keys into a causal attention's softmax (MoDA)";
+  let description = [{
+    `q` [N, d] are the un-rotated queries, `keys` and `values` [N, r, d] the
+    token's own depth cache (heads split as in q), and `out`, `lse` the
+    causal_attention result over the sequence keys. Per token and head, with
+    s_i = q . K_i / sqrt(d_h) and L = log(e^lse + sum_i e^s_i), one softmax
+    over both key sets gives
+      result = e^(lse - L) out + sum_i e^(s_i - L) V_i.
+  }];
+  let arguments = (ins Drc_FloatTensor:$q, Drc_FloatTensor:$keys,
+                       Drc_FloatTensor:$values, Drc_FloatTensor:$out,
+                       Drc_FloatTensor:$lse, I64Attr:$n_head);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $keys `,` $values `merge` $out `,` $lse attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Drc_SiluMulOp : Drc_DiffOp<"silu_mul", [SameOperandsAndResultType]> {
   let summary = "SiLU(a) * b, the SwiGLU gate";
   let arguments = (ins Drc_FloatTensor:$gate, Drc_FloatTensor:$up);
@@ -535,6 +562,20 @@ def Drc_CausalAttentionGradOp : Drc_Op<"causal_attention_grad", [Pure]> {
                       Drc_FloatTensor:$v_grad);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $out `,` $lse `grad` $result_grad (`,` $lse_grad^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Drc_DepthAttentionGradOp : Drc_Op<"depth_attention_grad", [Pure]> {
+  let summary = "q, keys, values, out and lse adjoints of depth_attention";
+  let arguments = (ins Drc_FloatTensor:$q, Drc_FloatTensor:$keys,
+                       Drc_FloatTensor:$values, Drc_FloatTensor:$out,
+                       Drc_FloatTensor:$lse, Drc_FloatTensor:$result,
+                       Drc_FloatTensor:$result_grad, I64Attr:$n_head);
+  let results = (outs Drc_FloatTensor:$q_grad, Drc_FloatTensor:$keys_grad,
+                      Drc_FloatTensor:$values_grad, Drc_FloatTensor:$out_grad,
+                      Drc_FloatTensor:$lse_grad);
+  let assemblyFormat = [{
+    $q `,` $keys `,` $values `merge` $out `,` $lse `,` $result `grad` $result_grad attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -205,6 +205,19 @@ LogicalResult AttentionOp::verify() {
   if (getResult().getType() != type)
     return emitOpError() << "result type " << getResult().getType()
                          << " must equal the input type " << type;
+  if (Value keys = getDepthKeys()) {
+    if (failed(
+            expectTensor(*this, keys, "depth keys", 3, type.getElementType())))
+      return failure();
+    int64_t rows = ranked(keys).getDimSize(1);
+    std::string why = "a depth cache of " + std::to_string(rows) +
+                      " rows for an input " + shapeString(type);
+    if (failed(expectShape(*this, keys, "depth keys", {tokens, rows, width},
+                           why)) ||
+        failed(expectShape(*this, getDepthValues(), "depth values",
+                           {tokens, rows, width}, why)))
+      return failure();
+  }
   return verifyHeads(*this, tokens, width, getNHead(), getSeqLen());
 }
 
@@ -288,6 +301,32 @@ LogicalResult CausalAttentionOp::verify() {
   if (failed(verifyHeads(*this, tokens, type.getDimSize(1), getNHead(),
                          getSeqLen())))
     return failure();
+  return expectShape(*this, getLse(), "lse",
+                     {tokens, static_cast<int64_t>(getNHead())},
+                     "one log-sum-exp per token and head");
+}
+
+LogicalResult DepthAttentionOp::verify() {
+  RankedTensorType type = ranked(getQ());
+  if (failed(expectTensor(*this, getQ(), "q", 2)) ||
+      failed(expectTensor(*this, getKeys(), "keys", 3, type.getElementType())))
+    return failure();
+  int64_t tokens = type.getDimSize(0), width = type.getDimSize(1);
+  int64_t rows = ranked(getKeys()).getDimSize(1);
+  std::string why = "q of shape " + shapeString(type);
+  if (failed(
+          expectShape(*this, getKeys(), "keys", {tokens, rows, width}, why)) ||
+      failed(expectShape(*this, getValues(), "values", {tokens, rows, width},
+                         "keys of shape " + shapeString(ranked(getKeys())))))
+    return failure();
+  if (getOut().getType() != type || getResult().getType() != type)
+    return emitOpError() << "q, the sequence attention's out and the result "
+                            "must share one type, found "
+                         << type << ", " << getOut().getType() << " -> "
+                         << getResult().getType();
+  if (getNHead() <= 0 || width % getNHead() != 0)
+    return emitOpError() << "width " << width << " is not a multiple of n_head "
+                         << getNHead();
   return expectShape(*this, getLse(), "lse",
                      {tokens, static_cast<int64_t>(getNHead())},
                      "one log-sum-exp per token and head");

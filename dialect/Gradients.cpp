@@ -100,6 +100,19 @@ CausalAttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult
+DepthAttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                SmallVectorImpl<Value> &operandGrads) {
+  auto grad = DepthAttentionGradOp::create(
+      b, getLoc(),
+      TypeRange{getQ().getType(), getKeys().getType(), getValues().getType(),
+                getOut().getType(), getLse().getType()},
+      getQ(), getKeys(), getValues(), getOut(), getLse(), getResult(),
+      resultGrads[0], getNHeadAttr());
+  operandGrads.assign(grad.getResults().begin(), grad.getResults().end());
+  return success();
+}
+
 LogicalResult SiluMulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   auto grad = SiluMulGradOp::create(b, getLoc(), getType(), getType(),

@@ -108,6 +108,27 @@ bool isBackboneParameter(StringRef name) {
          llvm::is_contained(sublayer, rest);
 }
 
+/// Which results of @read a MoDA-style scheme marks as the depth keys and
+/// values the attention sublayer also attends over (`{drc.depth_keys}`,
+/// `{drc.depth_values}`); none when the scheme marks neither.
+FailureOr<std::optional<std::pair<unsigned, unsigned>>>
+depthCacheResults(func::FuncOp read) {
+  std::optional<unsigned> keys, values;
+  for (unsigned i = 0; i < read.getNumResults(); ++i) {
+    if (read.getResultAttr(i, "drc.depth_keys"))
+      keys = i;
+    if (read.getResultAttr(i, "drc.depth_values"))
+      values = i;
+  }
+  if (!keys && !values)
+    return std::optional<std::pair<unsigned, unsigned>>();
+  if (!keys || !values || *keys == 0 || *values == 0 || *keys == *values)
+    return read.emitError()
+           << "@read must mark two distinct results after u, one "
+              "{drc.depth_keys} and one {drc.depth_values}, or neither";
+  return std::optional<std::pair<unsigned, unsigned>>({*keys, *values});
+}
+
 /// Built-in sizes plus the scheme's options, with the spec's values.
 FailureOr<StaticValues> modelStatics(MLIRContext &context, const Scheme &scheme,
                                      const ::drc::ModelSpec &spec) {
@@ -224,6 +245,11 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     valueScale = *value;
   }
 
+  auto depthCache =
+      depthCacheResults(scheme->module->lookupSymbol<func::FuncOp>("read"));
+  if (failed(depthCache))
+    return failure();
+
   Value table = mb.matrix("embed.weight", {m.vocab, d});
   SmallVector<Value> state{EmbedOp::create(b, loc, hidden, table, tokens)};
   if (residual.has("embed")) {
@@ -257,9 +283,19 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
       Value wk = mb.matrix(prefix + "wk", {d, d});
       Value wv = mb.matrix(prefix + "wv", {d, d}, valueScale);
       Value wo = mb.matrix(prefix + "wo", {d, d}, valueScale);
-      f = AttentionOp::create(
-          b, loc, hidden, u, wq, wk, wv, wo, b.getI64IntegerAttr(m.nHead),
-          b.getI64IntegerAttr(m.seqLen), b.getF64FloatAttr(m.ropeTheta));
+      Value keys, values;
+      if (*depthCache) {
+        keys = (*read)[(*depthCache)->first];
+        values = (*read)[(*depthCache)->second];
+        // Block 0's cache is still empty: plain attention.
+        if (auto t = dyn_cast<RankedTensorType>(keys.getType());
+            t && t.getRank() == 3 && t.getDimSize(1) == 0)
+          keys = values = Value();
+      }
+      f = AttentionOp::create(b, loc, hidden, u, wq, wk, wv, wo, keys, values,
+                              b.getI64IntegerAttr(m.nHead),
+                              b.getI64IntegerAttr(m.seqLen),
+                              b.getF64FloatAttr(m.ropeTheta));
     } else {
       Value w1 = mb.matrix(prefix + "w1", {m.dFF, d}, valueScale);
       Value w3 = mb.matrix(prefix + "w3", {m.dFF, d}, valueScale);

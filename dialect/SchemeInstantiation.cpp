@@ -351,6 +351,19 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     map.map(cast.getResult(), map.lookup(cast.getSource()));
     return success();
   }
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) { // sizes are static by now
+    auto type = cast<RankedTensorType>(map.lookup(dim.getSource()).getType());
+    std::optional<int64_t> index = constantInt(map.lookup(dim.getIndex()));
+    if (!index || *index < 0 || *index >= type.getRank() ||
+        type.isDynamicDim(*index))
+      return op.emitError() << "tensor.dim must name a dimension of " << type
+                            << " by a compile-time index";
+    map.map(dim.getResult(), arith::ConstantOp::create(
+                                 frame.b, op.getLoc(),
+                                 frame.b.getIndexAttr(type.getDimSize(*index)))
+                                 .getResult());
+    return success();
+  }
   if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
     std::optional<int64_t> cond = constantInt(map.lookup(ifOp.getCondition()));
     if (!cond)
@@ -486,7 +499,7 @@ LogicalResult SchemeInstantiator::generate(Frame &frame, Operation &op,
         std::optional<int64_t> e = size == sizes.end()
                                        ? std::nullopt
                                        : constantInt(map.lookup(*size++));
-        if (!e || *e < 1)
+        if (!e || *e < 0)
           return notConstant("each dynamic size");
         d = *e;
       }

@@ -47,7 +47,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
                             op.getSeqLenAttr(), op.getRopeThetaAttr(),
                             UnitAttr());
     };
-    Value q = rope(projection(rewriter, loc, u, op.getWq()));
+    Value query = projection(rewriter, loc, u, op.getWq());
+    Value q = rope(query);
     Value k = rope(projection(rewriter, loc, u, op.getWk()));
     Value v = projection(rewriter, loc, u, op.getWv());
     auto type = cast<RankedTensorType>(u.getType());
@@ -57,8 +58,14 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     auto core =
         CausalAttentionOp::create(rewriter, loc, TypeRange{type, lseType}, q, k,
                                   v, op.getNHeadAttr(), op.getSeqLenAttr());
-    rewriter.replaceOp(op,
-                       projection(rewriter, loc, core.getResult(), op.getWo()));
+    Value heads = core.getResult();
+    // MoDA: the token's depth keys join the same softmax, scored with the
+    // un-rotated query (relative offset 0).
+    if (Value keys = op.getDepthKeys())
+      heads = DepthAttentionOp::create(rewriter, loc, type, query, keys,
+                                       op.getDepthValues(), heads,
+                                       core.getLse(), op.getNHeadAttr());
+    rewriter.replaceOp(op, projection(rewriter, loc, heads, op.getWo()));
     return success();
   }
 };

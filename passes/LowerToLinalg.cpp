@@ -1024,6 +1024,160 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
 }
 
 //===----------------------------------------------------------------------===//
+// Depth attention (MoDA): per token, r extra keys in each head's softmax
+//===----------------------------------------------------------------------===//
+
+/// Per-token head views: [N, d] -> [N, H, dh] and [N, r, d] -> [N, r, H, dh].
+Value splitHeads(KernelBuilder &k, Value x, int64_t nHead) {
+  auto s = cast<RankedTensorType>(x.getType()).getShape();
+  SmallVector<int64_t> shape(s.drop_back());
+  shape.append({nHead, s.back() / nHead});
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i + 1 < int64_t(s.size()); ++i)
+    groups.push_back({i});
+  groups.push_back({int64_t(s.size()) - 1, int64_t(s.size())});
+  return tensor::ExpandShapeOp::create(k.b, k.loc, k.tensor(shape), x, groups);
+}
+Value mergeHeads(KernelBuilder &k, Value x) {
+  auto s = cast<RankedTensorType>(x.getType()).getShape();
+  SmallVector<int64_t> shape(s.drop_back(2));
+  shape.push_back(s[s.size() - 2] * s.back());
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i + 2 < int64_t(s.size()); ++i)
+    groups.push_back({i});
+  groups.push_back({int64_t(s.size()) - 2, int64_t(s.size()) - 1});
+  return tensor::CollapseShapeOp::create(k.b, k.loc, k.tensor(shape), x,
+                                         groups);
+}
+
+/// The merged softmax of depth_attention: scaled depth scores S [N, r, H]
+/// and the log-sum-exp L [N, H] over the sequence keys (given as `lse`) and
+/// the depth keys together.
+struct DepthSoftmax {
+  Value scores, lse;
+};
+DepthSoftmax depthSoftmax(KernelBuilder &k, Value q, Value keys, Value lse) {
+  auto ks = cast<RankedTensorType>(keys.getType()).getShape(); // N, r, H, dh
+  double c = 1.0 / std::sqrt(double(ks[3]));
+  // (t, i, h, e)
+  Value scores = k.generic1(
+      {q, keys}, k.filled({ks[0], ks[1], ks[2]}, 0.0),
+      {k.map(4, {0, 2, 3}), k.map(4, {0, 1, 2, 3}), k.map(4, {0, 1, 2})},
+      {kPar, kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+        k.yield(s, s.add(a[2], s.mul(s.mul(a[0], a[1]), s.c(c))));
+      });
+  // (t, h, i): max and sum of exponentials, starting from the sequence lse.
+  AffineMap score = k.map(3, {0, 2, 1}), row3 = k.map(3, {0, 1});
+  AffineMap id2 = k.map(2, {0, 1});
+  Value mx = k.generic1(
+      scores, lse, {score, row3}, {kPar, kPar, kRed},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.max(a[0], a[1])); });
+  Value seq = k.generic1(
+      {lse, mx}, k.empty({ks[0], ks[2]}), {id2, id2, id2}, {kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.exp(s.sub(a[0], a[1]))); });
+  Value sum = k.generic1({scores, mx}, seq, {score, row3, row3},
+                         {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+                           k.yield(s, s.add(a[2], s.exp(s.sub(a[0], a[1]))));
+                         });
+  Value total = k.generic1(
+      {mx, sum}, k.empty({ks[0], ks[2]}), {id2, id2, id2}, {kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], s.log(a[1]))); });
+  return {scores, total};
+}
+
+Value lowerDepthAttention(KernelBuilder &k, DepthAttentionOp op) {
+  int64_t h = op.getNHead();
+  Value q = splitHeads(k, op.getQ(), h), keys = splitHeads(k, op.getKeys(), h);
+  Value values = splitHeads(k, op.getValues(), h);
+  Value out = splitHeads(k, op.getOut(), h), lse = op.getLse();
+  DepthSoftmax sm = depthSoftmax(k, q, keys, lse);
+  auto shape = cast<RankedTensorType>(q.getType()).getShape();
+  AffineMap id3 = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
+  // e^(lse - L) out, then + sum_i e^(s_i - L) V_i over (t, h, e, i).
+  Value seq =
+      k.generic1({out, lse, sm.lse}, k.empty(shape), {id3, row, row, id3},
+                 {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+                   k.yield(s, s.mul(a[0], s.exp(s.sub(a[1], a[2]))));
+                 });
+  Value merged = k.generic1(
+      {sm.scores, sm.lse, values}, seq,
+      {k.map(4, {0, 3, 1}), k.map(4, {0, 1}), k.map(4, {0, 3, 1, 2}),
+       k.map(4, {0, 1, 2})},
+      {kPar, kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+        k.yield(s, s.add(a[3], s.mul(s.exp(s.sub(a[0], a[1])), a[2])));
+      });
+  return mergeHeads(k, merged);
+}
+
+SmallVector<Value> lowerDepthAttentionGrad(KernelBuilder &k,
+                                           DepthAttentionGradOp op) {
+  int64_t h = op.getNHead();
+  Value q = splitHeads(k, op.getQ(), h), keys = splitHeads(k, op.getKeys(), h);
+  Value values = splitHeads(k, op.getValues(), h);
+  Value out = splitHeads(k, op.getOut(), h), lse = op.getLse();
+  Value result = splitHeads(k, op.getResult(), h);
+  Value dy = splitHeads(k, op.getResultGrad(), h);
+  DepthSoftmax sm = depthSoftmax(k, q, keys, lse);
+  auto ks = cast<RankedTensorType>(keys.getType()).getShape(); // N, r, H, dh
+  double c = 1.0 / std::sqrt(double(ks[3]));
+  AffineMap id2 = k.map(2, {0, 1}), id3 = k.map(3, {0, 1, 2});
+  AffineMap row3 = k.map(3, {0, 1}), id4 = k.map(4, {0, 1, 2, 3});
+  // Probabilities of the depth keys [N, r, H] and of the sequence [N, H].
+  Value p = k.generic1(
+      {sm.scores, sm.lse}, k.empty({ks[0], ks[1], ks[2]}),
+      {id3, k.map(3, {0, 2}), id3}, {kPar, kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.exp(s.sub(a[0], a[1]))); });
+  Value pSeq = k.generic1(
+      {lse, sm.lse}, k.empty({ks[0], ks[2]}), {id2, id2, id2}, {kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.exp(s.sub(a[0], a[1]))); });
+  auto dot = [&](Value x) { // sum_e dy[t,h,e] x[t,h,e] -> [N, H]
+    return k.generic1({dy, x}, k.filled({ks[0], ks[2]}, 0.0), {id3, id3, row3},
+                      {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+                        k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                      });
+  };
+  Value dsum = dot(result);
+  // dS_i = p_i (dy . V_i - D), scaled once for dq and dK.
+  Value dp = k.generic1({dy, values}, k.filled({ks[0], ks[1], ks[2]}, 0.0),
+                        {k.map(4, {0, 2, 3}), id4, k.map(4, {0, 1, 2})},
+                        {kPar, kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+                          k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                        });
+  Value ds =
+      k.generic1({p, dp, dsum}, k.empty({ks[0], ks[1], ks[2]}),
+                 {id3, id3, k.map(3, {0, 2}), id3}, {kPar, kPar, kPar},
+                 [&](Scalar &s, ValueRange a) {
+                   k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(c)));
+                 });
+  Value dq = k.generic1(
+      {ds, keys}, k.filled({ks[0], ks[2], ks[3]}, 0.0),
+      {k.map(4, {0, 3, 1}), k.map(4, {0, 3, 1, 2}), k.map(4, {0, 1, 2})},
+      {kPar, kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
+        k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+      });
+  auto outer = [&](Value perRow, Value perHead) { // [N,r,H] x [N,H,dh]
+    return k.generic1({perRow, perHead}, k.empty(ks),
+                      {k.map(4, {0, 1, 2}), k.map(4, {0, 2, 3}), id4},
+                      {kPar, kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+                        k.yield(s, s.mul(a[0], a[1]));
+                      });
+  };
+  Value dkeys = outer(ds, q), dvalues = outer(p, dy);
+  Value dout =
+      k.generic1({pSeq, dy}, k.empty({ks[0], ks[2], ks[3]}), {row3, id3, id3},
+                 {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+                   k.yield(s, s.mul(a[0], a[1]));
+                 });
+  Value dlse = k.generic1({pSeq, dot(out), dsum}, k.empty({ks[0], ks[2]}),
+                          {id2, id2, id2, id2}, {kPar, kPar},
+                          [&](Scalar &s, ValueRange a) {
+                            k.yield(s, s.mul(a[0], s.sub(a[1], a[2])));
+                          });
+  return {mergeHeads(k, dq), mergeHeads(k, dkeys), mergeHeads(k, dvalues),
+          mergeHeads(k, dout), dlse};
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -1075,6 +1229,10 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](CausalAttentionOp o) { results = lowerCausalAttention(k, o); })
       .Case([&](CausalAttentionGradOp o) {
         results = lowerCausalAttentionGrad(k, o);
+      })
+      .Case([&](DepthAttentionOp o) { results = {lowerDepthAttention(k, o)}; })
+      .Case([&](DepthAttentionGradOp o) {
+        results = lowerDepthAttentionGrad(k, o);
       })
       .Default([&](Operation *) { handled = false; });
   if (!handled)

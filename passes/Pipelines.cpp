@@ -10,6 +10,9 @@ using namespace mlir::drc;
 void mlir::drc::buildTrainStepPipeline(OpPassManager &pm,
                                        const TrainPipelineOptions &options) {
   pm.addPass(createDecomposeSublayers());
+  // A scheme may repeat a sublayer's projection (MoDA caches W_k u and W_v
+  // u): merged before autodiff, the backward computes it once too.
+  pm.addPass(createCSEPass());
   AutodiffOptions autodiff;
   autodiff.beta1 = options.beta1;
   autodiff.beta2 = options.beta2;

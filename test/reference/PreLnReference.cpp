@@ -139,7 +139,7 @@ std::vector<double>
 causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
                 const std::vector<double> &wk, const std::vector<double> &wv,
                 const std::vector<double> &wo, int64_t batch, int64_t seqLen,
-                int64_t nHead, double ropeTheta) {
+                int64_t nHead, double ropeTheta, const DepthCache *depth) {
   if (batch <= 0 || seqLen <= 0 || nHead <= 0)
     fail("causalAttention needs positive batch, seqLen and nHead");
   int64_t n = batch * seqLen;
@@ -155,6 +155,7 @@ causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
   std::vector<double> q = linear(u, wq, d, d, "wq");
   std::vector<double> k = linear(u, wk, d, d, "wk");
   std::vector<double> v = linear(u, wv, d, d, "wv");
+  const std::vector<double> rawQ = q; // MoDA scores depth keys without RoPE
 
   // RoPE on every head of q and k; position restarts at each sequence.
   for (int64_t b = 0; b < batch; ++b)
@@ -179,29 +180,40 @@ causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
     for (int64_t h = 0; h < nHead; ++h)
       for (int64_t t = 0; t < seqLen; ++t) {
         int64_t qRow = (b * seqLen + t) * d + h * dHead;
-        std::vector<double> scores(t + 1);
+        // Keys s <= t of the sequence, then the token's depth keys.
+        std::vector<double> scores;
+        std::vector<const double *> values;
         for (int64_t s = 0; s <= t; ++s) {
           int64_t kRow = (b * seqLen + s) * d + h * dHead;
           double dot = 0.0;
           for (int64_t i = 0; i < dHead; ++i)
             dot += q[qRow + i] * k[kRow + i];
-          scores[s] = dot * scale;
+          scores.push_back(dot * scale);
+          values.push_back(&v[kRow]);
+        }
+        if (depth) {
+          int64_t token = b * seqLen + t;
+          const std::vector<double> &keys = depth->keys[token];
+          for (size_t e = 0; e < keys.size() / d; ++e) {
+            double dot = 0.0;
+            for (int64_t i = 0; i < dHead; ++i)
+              dot += rawQ[qRow + i] * keys[e * d + h * dHead + i];
+            scores.push_back(dot * scale);
+            values.push_back(&depth->values[token][e * d + h * dHead]);
+          }
         }
         // Subtracting the max leaves softmax unchanged and keeps exp finite.
         double maxScore = scores[0];
-        for (int64_t s = 1; s <= t; ++s)
-          maxScore = std::max(maxScore, scores[s]);
+        for (double score : scores)
+          maxScore = std::max(maxScore, score);
         double denominator = 0.0;
-        for (int64_t s = 0; s <= t; ++s) {
-          scores[s] = std::exp(scores[s] - maxScore);
-          denominator += scores[s];
+        for (double &score : scores) {
+          score = std::exp(score - maxScore);
+          denominator += score;
         }
-        for (int64_t s = 0; s <= t; ++s) {
-          double p = scores[s] / denominator;
-          int64_t vRow = (b * seqLen + s) * d + h * dHead;
+        for (size_t s = 0; s < scores.size(); ++s)
           for (int64_t i = 0; i < dHead; ++i)
-            heads[qRow + i] += p * v[vRow + i];
-        }
+            heads[qRow + i] += scores[s] / denominator * values[s][i];
       }
   return linear(heads, wo, d, d, "wo");
 }
@@ -275,6 +287,20 @@ std::vector<double> preLnLogits(const PreLnConfig &config,
       h[r * d + i] = embed[token * d + i];
   }
 
+  DepthCache cache{std::vector<std::vector<double>>(n),
+                   std::vector<std::vector<double>>(n)};
+  auto appendToCache = [&](const std::vector<double> &u,
+                           const std::vector<double> &wk,
+                           const std::vector<double> &wv) {
+    std::vector<double> k = linear(u, wk, d, d, "depth key");
+    std::vector<double> v = linear(u, wv, d, d, "depth value");
+    for (int64_t r = 0; r < n; ++r) {
+      cache.keys[r].insert(cache.keys[r].end(), k.begin() + r * d,
+                           k.begin() + (r + 1) * d);
+      cache.values[r].insert(cache.values[r].end(), v.begin() + r * d,
+                             v.begin() + (r + 1) * d);
+    }
+  };
   for (int64_t b = 0; b < config.nLayer; ++b) {
     const std::string prefix = "blocks." + std::to_string(b) + ".";
     const auto &attnGain = reader.get(prefix + "attn.norm.gain", d);
@@ -287,16 +313,22 @@ std::vector<double> preLnLogits(const PreLnConfig &config,
     const auto &w3 = reader.get(prefix + "ffn.w3", config.dFF * d);
     const auto &w2 = reader.get(prefix + "ffn.w2", d * config.dFF);
 
+    std::vector<double> u = rmsNorm(h, attnGain, config.eps);
     std::vector<double> attn = causalAttention(
-        rmsNorm(h, attnGain, config.eps), wq, wk, wv, wo, config.batch,
-        config.seqLen, config.nHead, config.ropeTheta);
+        u, wq, wk, wv, wo, config.batch, config.seqLen, config.nHead,
+        config.ropeTheta, config.depthAttention ? &cache : nullptr);
     for (int64_t i = 0; i < n * d; ++i)
       h[i] += attn[i];
+    if (config.depthAttention) // the attention's pre-RoPE k and v
+      appendToCache(u, wk, wv);
 
-    std::vector<double> ffn =
-        swiglu(rmsNorm(h, ffnGain, config.eps), w1, w3, w2, config.dFF);
+    u = rmsNorm(h, ffnGain, config.eps);
+    std::vector<double> ffn = swiglu(u, w1, w3, w2, config.dFF);
     for (int64_t i = 0; i < n * d; ++i)
       h[i] += ffn[i];
+    if (config.depthAttention && b + 1 < config.nLayer) // W_kv u
+      appendToCache(u, reader.get(prefix + "ffn.res.w_k", d * d),
+                    reader.get(prefix + "ffn.res.w_v", d * d));
   }
 
   const auto &finalGain = reader.get("final_norm.gain", d);

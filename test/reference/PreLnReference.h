@@ -25,6 +25,16 @@ struct PreLnConfig {
   int64_t vocab, dModel, nLayer, nHead, dFF, batch, seqLen;
   double eps = 1e-6;
   double ropeTheta = 10000;
+  /// MoDA (ARCHITECTURES.md §2.11): each token's attention also attends over
+  /// its depth cache. Needs the parameters blocks.{b}.ffn.res.w_k and res.w_v
+  /// for b < nLayer - 1 (the halves of W_kv,b).
+  bool depthAttention = false;
+};
+
+/// Per token, the depth keys and values MoDA's attention reads: one
+/// [entries, d] row-major pair of matrices per token.
+struct DepthCache {
+  std::vector<std::vector<double>> keys, values;
 };
 
 /// Parameters by drc name (`embed.weight`, `blocks.{b}.attn.wq`, ...), each a
@@ -47,12 +57,14 @@ std::vector<double> rope(const std::vector<double> &head, int64_t position,
 /// of one sublayer, without its norm. \p u is [batch·seqLen, d]; wq, wk, wv, wo
 /// are [d, d]; RoPE is applied to q and k with positions restarting at every
 /// sequence, and a query attends to keys s ≤ t of its own sequence only.
-/// Returns [batch·seqLen, d].
+/// With \p depth, each head's softmax also runs over the token's own depth
+/// keys, scored with the un-rotated q (MoDA). Returns [batch·seqLen, d].
 std::vector<double>
 causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
                 const std::vector<double> &wk, const std::vector<double> &wv,
                 const std::vector<double> &wo, int64_t batch, int64_t seqLen,
-                int64_t nHead, double ropeTheta);
+                int64_t nHead, double ropeTheta,
+                const DepthCache *depth = nullptr);
 
 /// The SwiGLU core F^ffn(u) = W2 (SiLU(W1 u) ⊙ (W3 u)) of one sublayer, without
 /// its norm. \p u is [rows, d]; w1 and w3 are [dFF, d]; w2 is [d, dFF].
@@ -68,7 +80,8 @@ std::vector<double> swiglu(const std::vector<double> &u,
 double crossEntropy(const std::vector<double> &logits,
                     const std::vector<int32_t> &targets);
 
-/// The logits [batch·seqLen, vocab] of the Pre-LN model for \p tokens.
+/// The logits [batch·seqLen, vocab] of the Pre-LN model (or, with
+/// config.depthAttention, pre-norm MoDA) for \p tokens.
 /// Throws std::invalid_argument, naming the culprit, on an inconsistent config,
 /// a missing, unexpected or wrongly sized parameter, or a token outside
 /// [0, vocab).

@@ -223,3 +223,27 @@ func.func @f(%x: tensor<8x4x4xf32>) {
   %0 = drc.normalize %x {axis = -1 : i64} : tensor<8x4x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%u: tensor<6x8xf32>, %w: tensor<8x8xf32>, %c: tensor<6x2x4xf32>) {
+  // expected-error @+1 {{depth keys has shape [6, 2, 4] but a depth cache of 2 rows for an input [6, 8] requires [6, 2, 8]}}
+  %0 = drc.attention %u, %w, %w, %w, %w depth %c, %c {n_head = 2 : i64, seq_len = 3 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<6x2x4xf32>, tensor<6x2x4xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<6x8xf32>, %k: tensor<6x2x8xf32>, %v: tensor<6x3x8xf32>, %lse: tensor<6x2xf32>) {
+  // expected-error @+1 {{values has shape [6, 3, 8] but keys of shape [6, 2, 8] requires [6, 2, 8]}}
+  %0 = drc.depth_attention %q, %k, %v merge %q, %lse {n_head = 2 : i64} : (tensor<6x8xf32>, tensor<6x2x8xf32>, tensor<6x3x8xf32>, tensor<6x8xf32>, tensor<6x2xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<6x8xf32>, %k: tensor<6x2x8xf32>, %lse: tensor<6x4xf32>) {
+  // expected-error @+1 {{lse has shape [6, 4] but one log-sum-exp per token and head requires [6, 2]}}
+  %0 = drc.depth_attention %q, %k, %k merge %q, %lse {n_head = 2 : i64} : (tensor<6x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<6x8xf32>, tensor<6x4xf32>) -> tensor<6x8xf32>
+  return
+}

@@ -119,3 +119,14 @@ func.func @template(%h: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<f32>, tenso
   %a0 = drc.weight "res.a0" = %e : tensor<?x1xf32>
   return %w, %s, %m, %a0 : tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>, tensor<?x1xf32>
 }
+
+// CHECK-LABEL: func.func @depth
+func.func @depth(%u: tensor<6x8xf64>, %w: tensor<8x8xf64>, %c: tensor<6x2x8xf64>, %lse: tensor<6x2xf64>) {
+  // CHECK: drc.attention {{.*}} depth %{{.*}}, %{{.*}} {n_head = 2 : i64, seq_len = 3 : i64}
+  %a = drc.attention %u, %w, %w, %w, %w depth %c, %c {n_head = 2 : i64, seq_len = 3 : i64} : (tensor<6x8xf64>, tensor<8x8xf64>, tensor<8x8xf64>, tensor<8x8xf64>, tensor<8x8xf64>, tensor<6x2x8xf64>, tensor<6x2x8xf64>) -> tensor<6x8xf64>
+  // CHECK: drc.depth_attention {{.*}} merge
+  %d = drc.depth_attention %u, %c, %c merge %a, %lse {n_head = 2 : i64} : (tensor<6x8xf64>, tensor<6x2x8xf64>, tensor<6x2x8xf64>, tensor<6x8xf64>, tensor<6x2xf64>) -> tensor<6x8xf64>
+  // CHECK: drc.depth_attention_grad {{.*}} merge {{.*}} grad
+  %g:5 = drc.depth_attention_grad %u, %c, %c merge %a, %lse, %d grad %d {n_head = 2 : i64} : (tensor<6x8xf64>, tensor<6x2x8xf64>, tensor<6x2x8xf64>, tensor<6x8xf64>, tensor<6x2xf64>, tensor<6x8xf64>, tensor<6x8xf64>) -> (tensor<6x8xf64>, tensor<6x2x8xf64>, tensor<6x2x8xf64>, tensor<6x8xf64>, tensor<6x2xf64>)
+  return
+}

@@ -67,6 +67,42 @@ TEST_CASE("compiled Pre-LN loss equals the scalar reference", "[model]") {
   }
 }
 
+TEST_CASE("compiled MoDA loss equals the scalar reference", "[model]") {
+  // Three blocks, so block 2 attends over a cache of 4 depth entries from
+  // two earlier blocks' attention and FFN.
+  drc::ModelSpec spec = tinySpec("scheme = \"moda\"");
+  spec.model.nLayer = 3;
+  int64_t n = spec.tokensPerStep();
+  std::vector<int32_t> tokens = randomTokens(n, 32, 1);
+  std::vector<int32_t> targets = randomTokens(n, 32, 2);
+  CompilerContext ctx;
+  mlir::drc::ImportOptions options;
+  options.useF64 = true;
+  auto model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
+  INFO(ctx.diagnostics);
+  REQUIRE(mlir::succeeded(model));
+  const drc::ParameterTable &table = (*model)->parameters();
+  std::vector<float> params = wideParameters(table);
+  drc::reference::PreLnConfig config = referenceConfig(spec);
+  config.depthAttention = true;
+  double expected = drc::reference::preLnLoss(
+      config, toReference(table, params), tokens, targets);
+  std::vector<double> params64(params.begin(), params.end());
+  double out[1] = {0};
+  REQUIRE(mlir::succeeded((*model)->jit().call(
+      "loss", {params64.data(), tokens.data(), targets.data(), out})));
+  CHECK(std::abs(out[0] - expected) <= 1e-12 * expected);
+  // The depth keys matter: plain Pre-LN attention on the same weights (the
+  // cache weights left out) gives another loss.
+  drc::reference::PreLnParameters plain = toReference(table, params);
+  for (int64_t b = 0; b + 1 < spec.model.nLayer; ++b)
+    for (const char *w : {".ffn.res.w_k", ".ffn.res.w_v"})
+      plain.erase("blocks." + std::to_string(b) + w);
+  CHECK(std::abs(drc::reference::preLnLoss(referenceConfig(spec), plain, tokens,
+                                           targets) -
+                 expected) > 1e-3);
+}
+
 TEST_CASE("whole-model gradients match finite differences",
           "[model][gradient]") {
   drc::ModelSpec spec = tinySpec();

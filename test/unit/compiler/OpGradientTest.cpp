@@ -440,6 +440,60 @@ TEST_CASE("causal_attention's log-sum-exp gradient matches finite "
   checkGradients(p);
 }
 
+TEST_CASE("depth_attention merged with causal_attention is one softmax and "
+          "matches finite differences",
+          "[gradient]") {
+  // Two sequences of 4 tokens, 2 heads of width 4, and 3 depth keys per
+  // token: the merge of causal_attention's (out, lse) with the depth keys
+  // must equal a single softmax over both key sets, and its gradients
+  // (through the lse too) must match finite differences.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx,
+      param("q", "8x8") + param("k", "8x8") + param("v", "8x8") +
+          param("dk", "8x3x8") + param("dv", "8x3x8"),
+      ref("q", "8x8") + ref("k", "8x8") + ref("v", "8x8") + ref("dk", "8x3x8") +
+          ref("dv", "8x3x8") +
+          "  %o, %lse = drc.causal_attention %q, %k, %v {n_head = 2 : i64, "
+          "seq_len = 4 : i64} : (tensor<8x8xf64>, tensor<8x8xf64>, "
+          "tensor<8x8xf64>) -> (tensor<8x8xf64>, tensor<8x2xf64>)\n"
+          "  %y = drc.depth_attention %q, %dk, %dv merge %o, %lse "
+          "{n_head = 2 : i64} : (tensor<8x8xf64>, tensor<8x3x8xf64>, "
+          "tensor<8x3x8xf64>, tensor<8x8xf64>, tensor<8x2xf64>) -> "
+          "tensor<8x8xf64>",
+      8, 8);
+  auto at = [&](const char *name) {
+    return &p.params[p.model->parameters().find(name)->offset];
+  };
+  const double *q = at("q"), *k = at("k"), *v = at("v"), *dk = at("dk"),
+               *dv = at("dv");
+  double expected = referenceLoss(p, 8, [&](int t, int j) {
+    int h = j / 4, first = t / 4 * 4;
+    std::vector<double> scores;
+    std::vector<const double *> values;
+    auto key = [&](const double *kr, const double *vr) {
+      double dot = 0;
+      for (int e = 0; e < 4; ++e)
+        dot += q[t * 8 + h * 4 + e] * kr[h * 4 + e];
+      scores.push_back(dot / 2.0);
+      values.push_back(vr + h * 4);
+    };
+    for (int s = first; s <= t; ++s)
+      key(k + s * 8, v + s * 8);
+    for (int i = 0; i < 3; ++i)
+      key(dk + (t * 3 + i) * 8, dv + (t * 3 + i) * 8);
+    double top = *std::max_element(scores.begin(), scores.end()), sum = 0,
+           y = 0;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      sum += std::exp(scores[i] - top);
+      y += std::exp(scores[i] - top) * values[i][j % 4];
+    }
+    return y / sum;
+  });
+  CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+  checkGradients(p);
+}
+
 TEST_CASE("silu_mul gradients match finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(ctx, param("a", "6x5") + param("b", "6x5"),

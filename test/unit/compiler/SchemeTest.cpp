@@ -118,6 +118,7 @@ TEST_CASE("multi-stream schemes' gradients match finite differences",
 TEST_CASE("depth-attention schemes' gradients match finite differences",
           "[scheme][gradient]") {
   checkSchemeGradients("scheme = \"attnres\"");
+  checkSchemeGradients("scheme = \"moda\"");
   checkSchemeGradients("scheme = \"attnres-block\"\nblock_size = 3");
 }
 

@@ -1,8 +1,10 @@
-// A weight whose size is read from a tensor at run time, not a
+// A weight whose size is read from a tensor's values at run time, not a
 // compile-time value.
 func.func @read(%h: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
-  %d = tensor.dim %h, %c0 : tensor<?x?xf32>
+  %x = tensor.extract %h[%c0, %c0] : tensor<?x?xf32>
+  %i = arith.fptoui %x : f32 to i64
+  %d = arith.index_cast %i : i64 to index
   %g = drc.weight "norm.gain" [%d] init ones : tensor<?xf32>
   %u = drc.rms_norm %h gain %g : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
   return %u, %h : tensor<?x?xf32>, tensor<?x?xf32>
