@@ -5,6 +5,7 @@
 #include "passes/ParameterLayout.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <xmmintrin.h>
@@ -109,6 +110,12 @@ FailureOr<std::unique_ptr<CpuModel>>
 CpuModel::compileModule(ModuleOp module, int64_t tokens,
                         const TrainPipelineOptions &train) {
   MLIRContext *context = module.getContext();
+  std::vector<double> weights;
+  if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
+    for (unsigned i = 0; i < loss.getNumResults(); ++i) {
+      auto w = loss.getResultAttrOfType<FloatAttr>(i, kObjectiveWeightAttr);
+      weights.push_back(w ? w.getValueAsDouble() : 1.0);
+    }
   PassManager pm(context);
   buildTrainStepPipeline(pm, train);
   if (failed(pm.run(module)))
@@ -128,8 +135,8 @@ CpuModel::compileModule(ModuleOp module, int64_t tokens,
   auto jit = CpuJit::create(module, std::move(*shapes));
   if (failed(jit))
     return failure();
-  return std::unique_ptr<CpuModel>(
-      new CpuModel(std::move(table), tokens, std::move(*jit)));
+  return std::unique_ptr<CpuModel>(new CpuModel(
+      std::move(table), tokens, std::move(weights), std::move(*jit)));
 }
 
 /// Flush-to-zero and denormals-are-zero for the calling thread, as GPUs do
@@ -158,10 +165,11 @@ static void flushDenormals() {
 float CpuModel::loss(const float *params, const int32_t *inputs,
                      const int32_t *targets) {
   flushDenormals();
-  float out[1] = {0};
-  if (failed(engine->call("loss", {const_cast<float *>(params),
-                                   const_cast<int32_t *>(inputs),
-                                   const_cast<int32_t *>(targets), out})))
+  // Next-token loss first, then any auxiliary losses (not reported here).
+  SmallVector<float, 2> out(weights.size(), 0.0f);
+  if (failed(engine->call(
+          "loss", {const_cast<float *>(params), const_cast<int32_t *>(inputs),
+                   const_cast<int32_t *>(targets), out.data()})))
     llvm::report_fatal_error("drc: loss is missing from the program");
   return out[0];
 }

@@ -60,17 +60,23 @@ public:
   float loss(const float *params, const int32_t *inputs,
              const int32_t *targets) override;
 
+  /// The losses `loss` returns and their weights in the training objective:
+  /// {1} for next-token prediction alone, {1, λ} with a next-2-token head.
+  ArrayRef<double> objectiveWeights() const { return weights; }
+
   /// The JIT, for callers working in another element type (f64 checks):
-  /// loss(params, tokens, targets, out[1]) and train_step(params, grads, m,
-  /// v, tokens, targets, lr[], step[], out[2]).
+  /// loss(params, tokens, targets, out[objectiveWeights().size()]) and
+  /// train_step(params, grads, m, v, tokens, targets, lr[], step[], out[2]).
   CpuJit &jit() { return *engine; }
 
 private:
   CpuModel(::drc::ParameterTable table, int64_t tokens,
-           std::unique_ptr<CpuJit> engine)
-      : table(std::move(table)), tokens(tokens), engine(std::move(engine)) {}
+           std::vector<double> weights, std::unique_ptr<CpuJit> engine)
+      : table(std::move(table)), tokens(tokens), weights(std::move(weights)),
+        engine(std::move(engine)) {}
   ::drc::ParameterTable table;
   int64_t tokens;
+  std::vector<double> weights;
   std::unique_ptr<CpuJit> engine;
 };
 

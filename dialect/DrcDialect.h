@@ -32,6 +32,11 @@ inline ::llvm::hash_code hash_value(InitKind kind) {
 
 namespace mlir::drc {
 
+/// On a result of the loss function after the first: that auxiliary loss's
+/// weight in the training objective (drc-autodiff).
+inline constexpr llvm::StringLiteral kObjectiveWeightAttr =
+    "drc.objective_weight";
+
 /// The body of #drc.init without its angle brackets, as `drc.weight` writes
 /// it: `trunc_normal(s, c)`, `constant(v)`, `zeros`, `ones`, `matrix`,
 /// `values(dense<...>)`.

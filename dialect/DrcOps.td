@@ -149,9 +149,27 @@ def Drc_AddOp : Drc_DiffOp<"add", [SameOperandsAndResultType]> {
 
 def Drc_CrossEntropyOp : Drc_DiffOp<"cross_entropy"> {
   let summary = "mean next-token cross-entropy of logits against target ids";
+  let description = [{
+    Rows whose target is negative (no target: the end of a sequence for a
+    look-ahead loss) are left out, of the sum and of the count it is divided
+    by.
+  }];
   let arguments = (ins Drc_FloatTensor:$logits, Drc_TokenTensor:$targets);
   let results = (outs Drc_ScalarTensor:$result);
   let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Drc_LookaheadOp : Drc_Op<"lookahead", [Pure, SameOperandsAndResultType]> {
+  let summary = "each token's next target within its sequence, -1 at the end";
+  let description = [{
+    result[t] = targets[t + 1] when t + 1 is in the same sequence of
+    `seq_len` tokens, else -1 (ignored by cross_entropy): from next-token
+    targets x_{t+1}, the targets x_{t+2} of a next-2-token (MTP) head.
+  }];
+  let arguments = (ins Drc_TokenTensor:$targets, I64Attr:$seq_len);
+  let results = (outs Drc_TokenTensor:$result);
+  let assemblyFormat = "$targets attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -253,6 +253,15 @@ LogicalResult CrossEntropyOp::verify() {
   return success();
 }
 
+LogicalResult LookaheadOp::verify() {
+  int64_t tokens = ranked(getTargets()).getDimSize(0);
+  if (getSeqLen() <= 0 || ShapedType::isDynamic(tokens) ||
+      tokens % getSeqLen() != 0)
+    return emitOpError() << tokens << " targets do not split into sequences of "
+                         << getSeqLen();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel level
 //===----------------------------------------------------------------------===//

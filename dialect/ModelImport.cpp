@@ -228,22 +228,32 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
            << " (tokens x d_model), not " << v.getType();
   };
 
+  // A scheme's compile-time scalar @name() -> f64, if it defines one.
+  auto schemeScalar = [&](StringRef name,
+                          StringRef why) -> FailureOr<std::optional<double>> {
+    if (!residual.has(name))
+      return std::optional<double>();
+    FailureOr<SmallVector<Value>> value =
+        residual.call(b, name, {}, *statics, "", why);
+    FloatAttr attr;
+    if (succeeded(value) && value->size() == 1 &&
+        matchPattern(value->front(), m_Constant(&attr)) &&
+        attr.getValueAsDouble() >= 0)
+      return std::optional<double>(attr.getValueAsDouble());
+    return scheme->module->lookupSymbol(name)->emitError()
+           << "@" << name << " must return one non-negative f64";
+  };
+
   // DeepNorm-style schemes scale the init of the value and output
   // projections (W_V, W_O, W_1, W_2, W_3) by @value_init_scale().
-  double valueScale = 1.0;
-  if (residual.has("value_init_scale")) {
-    FailureOr<SmallVector<Value>> scale = residual.call(
-        b, "value_init_scale", {}, *statics, "", "the backbone init");
-    std::optional<double> value;
-    FloatAttr attr;
-    if (succeeded(scale) && scale->size() == 1 &&
-        matchPattern(scale->front(), m_Constant(&attr)))
-      value = attr.getValueAsDouble();
-    if (!value || *value <= 0)
-      return scheme->module->lookupSymbol("value_init_scale")->emitError()
-             << "@value_init_scale must return one positive f64";
-    valueScale = *value;
-  }
+  FailureOr<std::optional<double>> valueScale =
+      schemeScalar("value_init_scale", "the backbone init");
+  if (failed(valueScale))
+    return failure();
+  if (*valueScale && **valueScale == 0)
+    return scheme->module->lookupSymbol("value_init_scale")->emitError()
+           << "@value_init_scale must be positive";
+  double valueInit = valueScale->value_or(1.0);
 
   auto depthCache =
       depthCacheResults(scheme->module->lookupSymbol<func::FuncOp>("read"));
@@ -251,38 +261,39 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     return failure();
 
   Value table = mb.matrix("embed.weight", {m.vocab, d});
-  SmallVector<Value> state{EmbedOp::create(b, loc, hidden, table, tokens)};
-  if (residual.has("embed")) {
-    FailureOr<SmallVector<Value>> s =
-        residual.call(b, "embed", state, *statics, "embed.", "the embedding");
-    if (failed(s))
-      return failure();
-    state = std::move(*s);
-  }
-  for (int64_t k = 0; k < 2 * m.nLayer; ++k) {
-    int64_t block = k / 2;
+  // The scheme's state for the embedding of `ids` (weights "embed.*").
+  auto embed = [&](Value ids) -> FailureOr<SmallVector<Value>> {
+    SmallVector<Value> h0{EmbedOp::create(b, loc, hidden, table, ids)};
+    if (!residual.has("embed"))
+      return h0;
+    return residual.call(b, "embed", h0, *statics, "embed.", "the embedding");
+  };
+
+  // Sublayer k (block `block`) reads the state, runs, and writes it back; its
+  // parameters are named `prefix` + attn. or ffn. + name.
+  auto sublayer = [&](SmallVector<Value> &state, int64_t k, int64_t block,
+                      const std::string &prefix) -> LogicalResult {
     bool attention = k % 2 == 0;
-    std::string prefix =
-        "blocks." + std::to_string(block) + (attention ? ".attn." : ".ffn.");
+    std::string at = prefix + (attention ? "attn." : "ffn.");
     std::string context = "sublayer " + std::to_string(k) + " (block " +
                           std::to_string(block) +
                           (attention ? ", attention)" : ", FFN)");
-    StaticValues at = *statics;
-    at[b.getStringAttr("k")] = b.getIndexAttr(k);
-    at[b.getStringAttr("b")] = b.getIndexAttr(block);
-    at[b.getStringAttr("j")] = b.getIndexAttr(k % 2);
+    StaticValues here = *statics;
+    here[b.getStringAttr("k")] = b.getIndexAttr(k);
+    here[b.getStringAttr("b")] = b.getIndexAttr(block);
+    here[b.getStringAttr("j")] = b.getIndexAttr(k % 2);
     FailureOr<SmallVector<Value>> read =
-        residual.call(b, "read", state, at, prefix, context);
+        residual.call(b, "read", state, here, at, context);
     if (failed(read))
       return failure();
     if (read->empty() || failed(expectHidden(read->front(), "read")))
       return failure();
     Value u = read->front(), f;
     if (attention) {
-      Value wq = mb.matrix(prefix + "wq", {d, d});
-      Value wk = mb.matrix(prefix + "wk", {d, d});
-      Value wv = mb.matrix(prefix + "wv", {d, d}, valueScale);
-      Value wo = mb.matrix(prefix + "wo", {d, d}, valueScale);
+      Value wq = mb.matrix(at + "wq", {d, d});
+      Value wk = mb.matrix(at + "wk", {d, d});
+      Value wv = mb.matrix(at + "wv", {d, d}, valueInit);
+      Value wo = mb.matrix(at + "wo", {d, d}, valueInit);
       Value keys, values;
       if (*depthCache) {
         keys = (*read)[(*depthCache)->first];
@@ -297,40 +308,105 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
                               b.getI64IntegerAttr(m.seqLen),
                               b.getF64FloatAttr(m.ropeTheta));
     } else {
-      Value w1 = mb.matrix(prefix + "w1", {m.dFF, d}, valueScale);
-      Value w3 = mb.matrix(prefix + "w3", {m.dFF, d}, valueScale);
-      Value w2 = mb.matrix(prefix + "w2", {d, m.dFF}, valueScale);
+      Value w1 = mb.matrix(at + "w1", {m.dFF, d}, valueInit);
+      Value w3 = mb.matrix(at + "w3", {m.dFF, d}, valueInit);
+      Value w2 = mb.matrix(at + "w2", {d, m.dFF}, valueInit);
       f = SwiGLUOp::create(b, loc, hidden, u, w1, w3, w2);
     }
     SmallVector<Value> carried(llvm::drop_begin(*read));
     carried.push_back(f);
     FailureOr<SmallVector<Value>> written =
-        residual.call(b, "write", carried, at, prefix, context);
+        residual.call(b, "write", carried, here, at, context);
     if (failed(written))
       return failure();
     state = std::move(*written);
-  }
-  Value h = state.front();
-  if (residual.has("readout")) {
-    FailureOr<SmallVector<Value>> out =
-        residual.call(b, "readout", state, *statics, "final.", "the readout");
-    if (failed(out) || out->size() != 1)
+    return success();
+  };
+
+  // The LM loss of a final state against `labels`: readout (weights
+  // `readout` + name), final norm `norm`, the shared W_U.
+  Value unembed;
+  auto lmLoss = [&](ArrayRef<Value> state, StringRef readout, StringRef norm,
+                    Value labels) -> FailureOr<Value> {
+    Value h = state.front();
+    if (residual.has("readout")) {
+      FailureOr<SmallVector<Value>> out =
+          residual.call(b, "readout", state, *statics, readout, "the readout");
+      if (failed(out) || out->size() != 1)
+        return failure();
+      h = out->front();
+    } else if (state.size() != 1) {
+      return scheme->module->emitError()
+             << "a scheme whose state has " << state.size()
+             << " values needs a @readout";
+    }
+    if (failed(expectHidden(h, residual.has("readout") ? "readout" : "write")))
       return failure();
-    h = out->front();
-  } else if (state.size() != 1) {
-    return scheme->module->emitError()
-           << "a scheme whose state has " << state.size()
-           << " values needs a @readout";
-  }
-  if (failed(expectHidden(h, residual.has("readout") ? "readout" : "write")))
+    Value gain = mb.gain(norm);
+    if (!unembed)
+      unembed = mb.matrix("unembed.weight", {m.vocab, d});
+    Value x = RMSNormOp::create(b, loc, hidden, h, gain,
+                                b.getF64FloatAttr(m.normEps));
+    Value logits =
+        LinearOp::create(b, loc, mb.tensor({n, m.vocab}), x, unembed);
+    return CrossEntropyOp::create(b, loc, lossType, logits, labels).getResult();
+  };
+
+  FailureOr<SmallVector<Value>> state = embed(tokens);
+  if (failed(state))
     return failure();
-  Value finalGain = mb.gain("final_norm.gain");
-  Value unembed = mb.matrix("unembed.weight", {m.vocab, d});
-  FloatAttr eps = b.getF64FloatAttr(m.normEps);
-  Value x = RMSNormOp::create(b, loc, hidden, h, finalGain, eps);
-  Value logits = LinearOp::create(b, loc, mb.tensor({n, m.vocab}), x, unembed);
-  Value loss = CrossEntropyOp::create(b, loc, lossType, logits, targets);
-  func::ReturnOp::create(b, loc, loss);
+  for (int64_t k = 0; k < 2 * m.nLayer; ++k)
+    if (failed(sublayer(*state, k, k / 2,
+                        "blocks." + std::to_string(k / 2) + ".")))
+      return failure();
+  FailureOr<Value> loss = lmLoss(*state, "final.", "final_norm.gain", targets);
+  if (failed(loss))
+    return failure();
+  SmallVector<Value> losses{*loss};
+
+  // A next-2-token head (VWN's MTP, ARCHITECTURES.md §2.12): @mtp combines
+  // the final state with the state of the next token's embedding, one more
+  // layer ("block L", parameters mtp.*) runs on it, and its own readout and
+  // final norm feed the shared W_U to predict x_{t+2}. Its loss joins the
+  // training objective with weight @mtp_weight() (0: no head).
+  FailureOr<std::optional<double>> mtpWeight =
+      schemeScalar("mtp_weight", "the MTP head");
+  if (failed(mtpWeight))
+    return failure();
+  if (residual.has("mtp") != mtpWeight->has_value())
+    return scheme->module->emitError()
+           << "a scheme with an MTP head defines both @mtp(final state..., "
+              "next-token state...) -> state and @mtp_weight() -> f64";
+  if (*mtpWeight && **mtpWeight > 0) {
+    FailureOr<SmallVector<Value>> next = embed(targets);
+    if (failed(next))
+      return failure();
+    SmallVector<Value> both(*state);
+    both.append(*next);
+    FailureOr<SmallVector<Value>> head =
+        residual.call(b, "mtp", both, *statics, "mtp.", "the MTP head");
+    if (failed(head))
+      return failure();
+    for (int64_t j = 0; j < 2; ++j)
+      if (failed(sublayer(*head, 2 * m.nLayer + j, m.nLayer, "mtp.")))
+        return failure();
+    Value afterNext = LookaheadOp::create(b, loc, targets.getType(), targets,
+                                          b.getI64IntegerAttr(m.seqLen));
+    FailureOr<Value> mtpLoss =
+        lmLoss(*head, "mtp.final.", "mtp.final_norm.gain", afterNext);
+    if (failed(mtpLoss))
+      return failure();
+    losses.push_back(*mtpLoss);
+    // The head is the scheme's, like the parameters its functions declare.
+    for (ParamOp param : module->getOps<ParamOp>())
+      if (param.getSymName().starts_with("mtp."))
+        param->setAttr(kResidualAttr, b.getUnitAttr());
+  }
+  fn.setType(b.getFunctionType(fn.getArgumentTypes(),
+                               SmallVector<Type>(losses.size(), lossType)));
+  if (losses.size() > 1)
+    fn.setResultAttr(1, kObjectiveWeightAttr, b.getF64FloatAttr(**mtpWeight));
+  func::ReturnOp::create(b, loc, losses);
 
   // Compile-time scalars and unused template results are dead now.
   SmallVector<Operation *> ops;

@@ -36,17 +36,35 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
       return signalPassFailure();
   }
 
+  /// The weight of result `i` of the loss function in the training
+  /// objective: 1 for the loss itself (result 0), `drc.objective_weight` for
+  /// an auxiliary loss after it (VWN's next-2-token head).
+  static std::optional<double> objectiveWeight(func::FuncOp loss, unsigned i) {
+    if (i == 0)
+      return 1.0;
+    auto weight = loss.getResultAttrOfType<FloatAttr>(i, kObjectiveWeightAttr);
+    if (!weight)
+      return std::nullopt;
+    return weight.getValueAsDouble();
+  }
+
   LogicalResult checkDifferentiable(func::FuncOp loss) {
     auto results = loss.getFunctionType().getResults();
-    auto scalar = results.size() == 1
-                      ? dyn_cast<RankedTensorType>(results.front())
-                      : RankedTensorType();
-    if (!scalar || scalar.getRank() != 0 ||
-        !isa<FloatType>(scalar.getElementType()))
-      return loss.emitError() << "drc-autodiff: @" << funcName
-                              << " must return one scalar float tensor (the "
-                                 "loss), found "
-                              << loss.getFunctionType();
+    bool scalars = !results.empty() && llvm::all_of(results, [&](Type t) {
+      auto scalar = dyn_cast<RankedTensorType>(t);
+      return scalar && scalar.getRank() == 0 && t == results.front() &&
+             isa<FloatType>(scalar.getElementType());
+    });
+    for (unsigned i = 0; scalars && i < results.size(); ++i)
+      scalars = objectiveWeight(loss, i).has_value();
+    if (!scalars)
+      return loss.emitError()
+             << "drc-autodiff: @" << funcName
+             << " must return scalar float tensors of one type: the loss, "
+                "then any auxiliary losses, each with its weight in the "
+                "training objective as {"
+             << kObjectiveWeightAttr << " = w : f64}; found "
+             << loss.getFunctionType();
     if (!loss.getBody().hasOneBlock())
       return loss.emitError() << "drc-autodiff: @" << funcName
                               << " must be one block of straight-line code";
@@ -78,14 +96,16 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
          llvm::zip(loss.getArguments(), entry->getArguments()))
       mapping.map(from, to);
     SmallVector<Operation *> forward;
-    Value lossValue;
+    SmallVector<Value> losses;
     for (Operation &op : loss.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        lossValue = mapping.lookup(ret.getOperand(0));
+        for (Value v : ret.getOperands())
+          losses.push_back(mapping.lookup(v));
         continue;
       }
       forward.push_back(b.clone(op, mapping));
     }
+    Value lossValue = losses.front();
 
     // Activity: only values that depend on a parameter need adjoints
     // (constants, token ids and what is computed from them alone do not).
@@ -103,10 +123,16 @@ struct AutodiffPass : mlir::drc::impl::AutodiffBase<AutodiffPass> {
       Value &slot = adjoints[into];
       slot = slot ? AddOp::create(b, at, slot, grad).getResult() : grad;
     };
-    adjoints[lossValue] = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(
-            scalarType, b.getFloatAttr(scalarType.getElementType(), 1.0)));
+    // The objective is sum_i w_i losses_i: each loss's adjoint is its weight.
+    for (auto [i, value] : llvm::enumerate(losses))
+      accumulate(
+          value,
+          arith::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(
+                  scalarType, b.getFloatAttr(scalarType.getElementType(),
+                                             *objectiveWeight(loss, i)))),
+          loc);
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;
       bool needed = false;

@@ -249,6 +249,7 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
     op->erase();
   SmallVector<Type> argTypes(entry.getArgumentTypes());
   fn.setFunctionType(FunctionType::get(ctx, argTypes, {}));
+  fn.removeResAttrsAttr(); // the results are the out buffer now
   fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   return success();
 }

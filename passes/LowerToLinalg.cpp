@@ -755,26 +755,47 @@ std::pair<Value, Value> softmaxStats(KernelBuilder &k, Value logits) {
   return {mx, se};
 }
 
+/// Whether a row's target is one (not negative: see cross_entropy), and the
+/// index to read it at (0 when it is not).
+std::pair<Value, Value> targetIndex(Scalar &s, Value target) {
+  Value zero = arith::ConstantOp::create(s.b, s.loc, s.b.getI32IntegerAttr(0));
+  Value valid = arith::CmpIOp::create(s.b, s.loc, arith::CmpIPredicate::sge,
+                                      target, zero);
+  Value safe = arith::SelectOp::create(s.b, s.loc, valid, target, zero);
+  return {valid,
+          arith::IndexCastOp::create(s.b, s.loc, s.b.getIndexType(), safe)};
+}
+
+/// The number of rows with a target, as a scalar tensor (at least 1).
+Value targetCount(KernelBuilder &k, Value targets) {
+  AffineMap scalar = AffineMap::get(1, 0, {}, k.b.getContext());
+  return k.generic1(targets, k.filled({}, 0.0), {k.map(1, {0}), scalar}, {kRed},
+                    [&](Scalar &s, ValueRange a) {
+                      auto [valid, index] = targetIndex(s, a[0]);
+                      (void)index;
+                      k.yield(s,
+                              s.add(a[1], s.select(valid, s.c(1.0), s.c(0.0))));
+                    });
+}
+
 Value lowerCrossEntropy(KernelBuilder &k, CrossEntropyOp op) {
   Value logits = op.getLogits();
-  int64_t n = cast<RankedTensorType>(logits.getType()).getDimSize(0);
   auto [mx, se] = softmaxStats(k, logits);
   AffineMap tok = k.map(1, {0});
   Value sum =
       k.generic1({mx, se, op.getTargets()}, k.filled({}, 0.0),
                  {tok, tok, tok, AffineMap::get(1, 0, {}, k.b.getContext())},
                  {kRed}, [&](Scalar &s, ValueRange a) {
-                   Value target = arith::IndexCastOp::create(
-                       s.b, s.loc, s.b.getIndexType(), a[2]);
+                   auto [valid, target] = targetIndex(s, a[2]);
                    Value picked = tensor::ExtractOp::create(
                        s.b, s.loc, logits, ValueRange{s.index(0), target});
                    Value nll = s.sub(s.add(s.log(a[1]), a[0]), picked);
-                   k.yield(s, s.add(a[3], nll));
+                   k.yield(s, s.add(a[3], s.select(valid, nll, s.c(0.0))));
                  });
   AffineMap scalar = AffineMap::get(0, 0, {}, k.b.getContext());
-  return k.generic1(sum, k.empty({}), {scalar, scalar}, {},
-                    [&](Scalar &s, ValueRange a) {
-                      k.yield(s, s.div(a[0], s.c(double(n))));
+  return k.generic1({sum, targetCount(k, op.getTargets())}, k.empty({}),
+                    {scalar, scalar, scalar}, {}, [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.div(a[0], s.max(a[1], s.c(1.0))));
                     });
 }
 
@@ -784,18 +805,66 @@ Value lowerCrossEntropyGrad(KernelBuilder &k, CrossEntropyGradOp op) {
   auto [mx, se] = softmaxStats(k, logits);
   Value dloss =
       tensor::ExtractOp::create(k.b, k.loc, op.getResultGrad(), ValueRange{});
+  Value count = tensor::ExtractOp::create(
+      k.b, k.loc, targetCount(k, op.getTargets()), ValueRange{});
   AffineMap all = k.map(2, {0, 1}), row = k.map(2, {0});
   return k.generic1(
       {logits, mx, se, op.getTargets()}, k.empty(shape),
       {all, row, row, row, all}, {kPar, kPar}, [&](Scalar &s, ValueRange a) {
         Value p = s.div(s.exp(s.sub(a[0], a[1])), a[2]);
-        Value target =
-            arith::IndexCastOp::create(s.b, s.loc, s.b.getIndexType(), a[3]);
+        auto [valid, target] = targetIndex(s, a[3]);
         Value isTarget = arith::CmpIOp::create(
             s.b, s.loc, arith::CmpIPredicate::eq, s.index(1), target);
         Value g = s.sub(p, s.select(isTarget, s.c(1.0), s.c(0.0)));
-        k.yield(s, s.mul(g, s.div(dloss, s.c(double(shape[0])))));
+        g = s.mul(g, s.div(dloss, s.max(count, s.c(1.0))));
+        k.yield(s, s.select(valid, g, s.c(0.0)));
       });
+}
+
+/// targets shifted one token back within each sequence; -1 at its end.
+Value lowerLookahead(KernelBuilder &k, LookaheadOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t n = type.getDimSize(0), seqLen = op.getSeqLen();
+  Value none = arith::ConstantOp::create(k.b, k.loc, k.b.getI32IntegerAttr(-1));
+  Value filled = linalg::FillOp::create(
+                     k.b, k.loc, none,
+                     tensor::EmptyOp::create(k.b, k.loc, type.getShape(),
+                                             type.getElementType())
+                         .getResult())
+                     .getResult(0);
+  if (n == 1)
+    return filled;
+  auto at = [&](int64_t i) -> SmallVector<OpFoldResult> {
+    return {k.b.getIndexAttr(i)};
+  };
+  auto sliceType = RankedTensorType::get({n - 1}, type.getElementType());
+  Value next = tensor::ExtractSliceOp::create(
+      k.b, k.loc, sliceType, op.getTargets(), at(1), at(n - 1), at(1));
+  Value shifted = tensor::InsertSliceOp::create(k.b, k.loc, next, filled, at(0),
+                                                at(n - 1), at(1));
+  AffineMap id = k.map(1, {0});
+  auto generic = linalg::GenericOp::create(
+      k.b, k.loc, TypeRange{type}, ValueRange{shifted},
+      ValueRange{tensor::EmptyOp::create(k.b, k.loc, type.getShape(),
+                                         type.getElementType())
+                     .getResult()},
+      ArrayRef<AffineMap>{id, id}, ArrayRef<IteratorType>{kPar},
+      [&](OpBuilder &b, Location loc, ValueRange a) {
+        Value t = linalg::IndexOp::create(b, loc, 0);
+        Value one = arith::ConstantIndexOp::create(b, loc, 1);
+        Value s = arith::ConstantIndexOp::create(b, loc, seqLen);
+        Value pos = arith::RemUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, t, one), s);
+        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+        Value end =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pos, zero);
+        Value minus =
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(-1));
+        linalg::YieldOp::create(
+            b, loc,
+            ValueRange{arith::SelectOp::create(b, loc, end, minus, a[0])});
+      });
+  return generic.getResult(0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1225,6 +1294,7 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](CrossEntropyGradOp o) {
         results = {lowerCrossEntropyGrad(k, o)};
       })
+      .Case([&](LookaheadOp o) { results = {lowerLookahead(k, o)}; })
       .Case([&](RopeOp o) { results = {lowerRope(k, o)}; })
       .Case([&](CausalAttentionOp o) { results = lowerCausalAttention(k, o); })
       .Case([&](CausalAttentionGradOp o) {

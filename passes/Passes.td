@@ -22,7 +22,10 @@ def Autodiff : Pass<"drc-autodiff", "::mlir::ModuleOp"> {
     reverse mode through DifferentiableOpInterface, and adds
     `train_step(tokens, targets, lr, step) -> (loss, grad_norm)`: the forward
     ops, the adjoint of every parameter stored with `drc.grad_store`, and one
-    `drc.adamw` update. The original function stays for evaluation. Fails with
+    `drc.adamw` update. The function may return auxiliary losses after the
+    loss, each with its weight `{drc.objective_weight = w : f64}`: the
+    gradient is then that of loss + sum_i w_i aux_i, and train_step still
+    returns the loss. The original function stays for evaluation. Fails with
     a located error on an op with no gradient rule.
   }];
   let options = [

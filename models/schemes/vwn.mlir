@@ -11,7 +11,11 @@
 //           affine (1, 0); omitted when r ∉ ℤ or groupnorm = false
 //   init    Å⁰ = [I_m; 0], Â⁰ = I_n, B⁰_ij = 1 iff j mod m = i; S = 1; W = 0
 //   static  with dynamic = false, A = A⁰ and B = B⁰ (shared by all tokens)
-module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true}} {
+//   MTP     with mtp = true, a next-2-token head: per segment j,
+//           G_j = W_M [a_j ; c_j], a = RMSNorm_{γ_H}(vec H), c = RMSNorm_{γ_E}(e(x_{t+1})),
+//           W_M = [w_m_h | w_m_e] ∈ ℝ^{d_b×2d_b}; then one VWN layer, GN, W_red and
+//           final norm of its own and the shared W_U; loss L + mtp_weight·L_MTP
+module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true, mtp = false, mtp_weight = 0.3}} {
   func.func @embed(%x: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %d = drc.static "d" : index
     %m = drc.static "m" : index
@@ -116,5 +120,40 @@ module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true
     %wred = drc.weight "w_red" [%d, %dprime] init matrix decay : tensor<?x?xf32>
     %out = drc.linear %normed, %wred : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
     return %out : tensor<?x?xf32>
+  }
+
+  // RMSNorm_g over all D' values of each token's state.
+  func.func @flat_norm(%h: tensor<?x?x?xf32>, %g: tensor<?xf32>) -> tensor<?x?x?xf32> {
+    %n = drc.static "n" : index
+    %flat = drc.view %h : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+    %normed = drc.rms_norm %flat gain %g : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+    %rows = drc.view %normed [%n] : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    return %rows : tensor<?x?x?xf32>
+  }
+
+  func.func @mtp(%h: tensor<?x?x?xf32>, %e: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+    %d = drc.static "d" : index
+    %m = drc.static "m" : index
+    %n = drc.static "n" : index
+    %db = arith.divui %d, %m : index
+    %dprime = arith.muli %n, %db : index
+    %gh = drc.weight "h_norm.gain" [%dprime] init ones : tensor<?xf32>
+    %ge = drc.weight "e_norm.gain" [%dprime] init ones : tensor<?xf32>
+    %wh = drc.weight "w_m_h" [%db, %db] init matrix decay : tensor<?x?xf32>
+    %we = drc.weight "w_m_e" [%db, %db] init matrix decay : tensor<?x?xf32>
+    %a = func.call @flat_norm(%h, %gh) : (tensor<?x?x?xf32>, tensor<?xf32>) -> tensor<?x?x?xf32>
+    %c = func.call @flat_norm(%e, %ge) : (tensor<?x?x?xf32>, tensor<?xf32>) -> tensor<?x?x?xf32>
+    %ga = drc.linear %a, %wh : (tensor<?x?x?xf32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    %gc = drc.linear %c, %we : (tensor<?x?x?xf32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
+    %g = drc.add %ga, %gc : tensor<?x?x?xf32>
+    return %g : tensor<?x?x?xf32>
+  }
+
+  func.func @mtp_weight() -> f64 {
+    %on = drc.static "mtp" : i1
+    %w = drc.static "mtp_weight" : f64
+    %zero = arith.constant 0.0 : f64
+    %lambda = arith.select %on, %w, %zero : f64
+    return %lambda : f64
   }
 }

@@ -54,7 +54,15 @@ module {
 
 // -----
 
-// expected-error @+1 {{drc-autodiff: @loss must return one scalar float tensor (the loss), found '(tensor<4xf32>) -> tensor<4xf32>'}}
+// expected-error @+1 {{drc-autodiff: @loss must return scalar float tensors of one type: the loss, then any auxiliary losses, each with its weight in the training objective as {drc.objective_weight = w : f64}; found '(tensor<4xf32>) -> tensor<4xf32>'}}
 func.func @loss(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// An auxiliary loss without its weight.
+// expected-error @+1 {{drc-autodiff: @loss must return scalar float tensors of one type}}
+func.func @loss(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  return %x, %x : tensor<f32>, tensor<f32>
 }

@@ -2,7 +2,7 @@
 //
 // Compiles drc modules (from a spec or from IR text) for the host, and wraps
 // an f64 program so tests can compare its gradients with central finite
-// differences of its own loss.
+// differences of its own training objective.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_TEST_UNIT_COMPILER_COMPILERTESTSUPPORT_H
@@ -50,11 +50,23 @@ struct F64Program {
   std::vector<double> params;
   std::vector<int32_t> tokens, targets;
 
-  double loss() {
-    double out[1] = {0};
+  /// Every loss `loss` returns: next-token first, then auxiliary ones.
+  std::vector<double> losses() {
+    std::vector<double> out(model->objectiveWeights().size(), 0.0);
     REQUIRE(mlir::succeeded(model->jit().call(
-        "loss", {params.data(), tokens.data(), targets.data(), out})));
-    return out[0];
+        "loss", {params.data(), tokens.data(), targets.data(), out.data()})));
+    return out;
+  }
+
+  double loss() { return losses().front(); }
+
+  /// The training objective train_step differentiates: sum_i w_i losses_i.
+  double objective() {
+    std::vector<double> out = losses();
+    double total = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      total += model->objectiveWeights()[i] * out[i];
+    return total;
   }
 
   /// Gradients from train_step with lr = 0 (which leaves params unchanged).
@@ -133,9 +145,9 @@ inline void checkGradients(F64Program &program, int maxPerParam = 1 << 30,
       int64_t at = p.offset + i;
       double saved = program.params[at];
       program.params[at] = saved + h;
-      double up = program.loss();
+      double up = program.objective();
       program.params[at] = saved - h;
-      double down = program.loss();
+      double down = program.objective();
       program.params[at] = saved;
       double fd = (up - down) / (2 * h);
       INFO("parameter " << p.name << " element " << i << ": autodiff "

@@ -18,18 +18,21 @@ using namespace drc::test;
 namespace {
 
 /// Compiles `body` (the inside of `loss`, which must yield %y of shape
-/// [tokens, classes]) with parameters `params` ("@name : tensor<...>").
+/// [tokens, classes]) with parameters `params` ("@name : tensor<...>"); the
+/// loss is the cross-entropy of %y against `labels` (the targets).
 F64Program compileOp(CompilerContext &ctx, const std::string &params,
-                     const std::string &body, int64_t tokens, int32_t classes) {
+                     const std::string &body, int64_t tokens, int32_t classes,
+                     const std::string &labels = "%targets") {
   std::string text = params + R"(
 func.func @loss(%tokens: tensor<)" +
                      std::to_string(tokens) + R"(xi32>, %targets: tensor<)" +
                      std::to_string(tokens) +
                      R"(xi32>) -> tensor<f64> {
 )" + body + R"(
-  %loss = drc.cross_entropy %y, %targets : (tensor<)" +
-                     std::to_string(tokens) + "x" + std::to_string(classes) +
-                     R"(xf64>, tensor<)" + std::to_string(tokens) +
+  %loss = drc.cross_entropy %y, )" +
+                     labels + R"( : (tensor<)" + std::to_string(tokens) + "x" +
+                     std::to_string(classes) + R"(xf64>, tensor<)" +
+                     std::to_string(tokens) +
                      R"(xi32>) -> tensor<f64>
   return %loss : tensor<f64>
 })";
@@ -88,6 +91,39 @@ TEST_CASE("cross_entropy gradient matches finite differences", "[gradient]") {
   F64Program p = compileOp(ctx, param("y", "6x5"),
                            "  %y = drc.param_ref @y : tensor<6x5xf64>", 6, 5);
   checkGradients(p);
+}
+
+TEST_CASE("cross_entropy of lookahead targets leaves out each sequence's "
+          "last token",
+          "[gradient]") {
+  // Two sequences of 3 tokens: lookahead moves every target one token back
+  // within its sequence (the target after next), and the last token of each
+  // sequence has none, so the mean runs over 4 rows.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx, param("y", "6x5"),
+      "  %y = drc.param_ref @y : tensor<6x5xf64>\n"
+      "  %after = drc.lookahead %targets {seq_len = 3 : i64} : tensor<6xi32>",
+      6, 5, "%after");
+  p.targets = {1, 2, 3, 4, 0, 1};
+  const int after[6] = {2, 3, -1, 0, 1, -1};
+  const double *y = &p.params[p.model->parameters().find("y")->offset];
+  double total = 0;
+  for (int t = 0; t < 6; ++t) {
+    if (after[t] < 0)
+      continue;
+    double sum = 0;
+    for (int j = 0; j < 5; ++j)
+      sum += std::exp(y[t * 5 + j]);
+    total += std::log(sum) - y[t * 5 + after[t]];
+  }
+  CHECK(p.loss() == Approx(total / 4).epsilon(1e-12));
+  checkGradients(p);
+  std::vector<double> grads = p.gradients();
+  for (int j = 0; j < 5; ++j) { // rows 2 and 5 predict nothing
+    CHECK(grads[2 * 5 + j] == 0.0);
+    CHECK(grads[5 * 5 + j] == 0.0);
+  }
 }
 
 TEST_CASE("add gradient matches finite differences", "[gradient]") {

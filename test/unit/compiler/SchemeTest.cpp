@@ -113,6 +113,8 @@ TEST_CASE("multi-stream schemes' gradients match finite differences",
   checkSchemeGradients("scheme = \"vwn\"");
   checkSchemeGradients("scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
   checkSchemeGradients("scheme = \"vwn\"\ndynamic = false");
+  // The objective L + 0.3 L_MTP, through the head's own layer and readout.
+  checkSchemeGradients("scheme = \"vwn\"\nmtp = true");
 }
 
 TEST_CASE("depth-attention schemes' gradients match finite differences",
@@ -242,4 +244,32 @@ TEST_CASE("VWN with m = 1 and HC's init equals HC", "[scheme][equivalence]") {
       CHECK(std::abs(grads[name][i] - hcGrads[name][i]) <=
             1e-9 * scale + 1e-14);
   }
+}
+
+TEST_CASE("VWN's next-2-token head leaves the next-token loss as it is and "
+          "trains the backbone",
+          "[scheme][equivalence]") {
+  // Same parameters by name: the model with the MTP head returns the same
+  // next-token loss, and a second loss of its own, near ln 32 at init; the
+  // backbone's gradients now include the head's.
+  CompilerContext plainCtx, ctx;
+  F64Program plain = compileAtInit(plainCtx, tinySpec("scheme = \"vwn\""));
+  F64Program mtp = compileAtInit(ctx, tinySpec("scheme = \"vwn\"\nmtp = true"));
+  REQUIRE(mtp.model->objectiveWeights().size() == 2);
+  CHECK(mtp.model->objectiveWeights()[1] == 0.3);
+  auto byNamePlain = byName(plain.model->parameters(), plain.params);
+  for (const drc::ParameterInfo &p : mtp.model->parameters().parameters())
+    if (byNamePlain.count(p.name))
+      std::copy(byNamePlain[p.name].begin(), byNamePlain[p.name].end(),
+                mtp.params.begin() + p.offset);
+  std::vector<double> losses = mtp.losses();
+  CHECK(std::abs(losses[0] - plain.loss()) <= 1e-12 * plain.loss());
+  CHECK(std::abs(losses[1] - std::log(32.0)) < 0.05);
+  auto grads = byName(mtp.model->parameters(), mtp.gradients());
+  auto plainGrads = byName(plain.model->parameters(), plain.gradients());
+  double moved = 0;
+  for (size_t i = 0; i < plainGrads["blocks.1.ffn.w2"].size(); ++i)
+    moved = std::max(moved, std::abs(grads["blocks.1.ffn.w2"][i] -
+                                     plainGrads["blocks.1.ffn.w2"][i]));
+  CHECK(moved > 1e-6);
 }
