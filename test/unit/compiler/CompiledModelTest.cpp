@@ -54,16 +54,11 @@ TEST_CASE("compiled Pre-LN loss equals the scalar reference", "[model]") {
   }
   { // f64: within 1e-12 relative
     CompilerContext f64;
-    mlir::drc::ImportOptions options;
-    options.useF64 = true;
-    auto model64 = mlir::drc::CpuModel::compile(f64.context, spec, options);
-    INFO(f64.diagnostics);
-    REQUIRE(mlir::succeeded(model64));
-    std::vector<double> params64(params.begin(), params.end());
-    double out[1] = {0};
-    REQUIRE(mlir::succeeded((*model64)->jit().call(
-        "loss", {params64.data(), tokens.data(), targets.data(), out})));
-    CHECK(std::abs(out[0] - expected) <= 1e-12 * expected);
+    F64Program program = compileF64(f64, spec);
+    program.params.assign(params.begin(), params.end());
+    program.tokens = tokens;
+    program.targets = targets;
+    CHECK(std::abs(program.loss() - expected) <= 1e-12 * expected);
   }
 }
 
@@ -76,22 +71,17 @@ TEST_CASE("compiled MoDA loss equals the scalar reference", "[model]") {
   std::vector<int32_t> tokens = randomTokens(n, 32, 1);
   std::vector<int32_t> targets = randomTokens(n, 32, 2);
   CompilerContext ctx;
-  mlir::drc::ImportOptions options;
-  options.useF64 = true;
-  auto model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
-  INFO(ctx.diagnostics);
-  REQUIRE(mlir::succeeded(model));
-  const drc::ParameterTable &table = (*model)->parameters();
+  F64Program program = compileF64(ctx, spec);
+  const drc::ParameterTable &table = program.model->parameters();
   std::vector<float> params = wideParameters(table);
   drc::reference::PreLnConfig config = referenceConfig(spec);
   config.depthAttention = true;
   double expected = drc::reference::preLnLoss(
       config, toReference(table, params), tokens, targets);
-  std::vector<double> params64(params.begin(), params.end());
-  double out[1] = {0};
-  REQUIRE(mlir::succeeded((*model)->jit().call(
-      "loss", {params64.data(), tokens.data(), targets.data(), out})));
-  CHECK(std::abs(out[0] - expected) <= 1e-12 * expected);
+  program.params.assign(params.begin(), params.end());
+  program.tokens = tokens;
+  program.targets = targets;
+  CHECK(std::abs(program.loss() - expected) <= 1e-12 * expected);
   // The depth keys matter: plain Pre-LN attention on the same weights (the
   // cache weights left out) gives another loss.
   drc::reference::PreLnParameters plain = toReference(table, params);
@@ -107,13 +97,7 @@ TEST_CASE("whole-model gradients match finite differences",
           "[model][gradient]") {
   drc::ModelSpec spec = tinySpec();
   CompilerContext ctx;
-  mlir::drc::ImportOptions options;
-  options.useF64 = true;
-  auto model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
-  INFO(ctx.diagnostics);
-  REQUIRE(mlir::succeeded(model));
-  F64Program program;
-  program.model = std::move(*model);
+  F64Program program = compileF64(ctx, spec);
   std::vector<float> params = wideParameters(program.model->parameters());
   program.params.assign(params.begin(), params.end());
   int64_t n = spec.tokensPerStep();

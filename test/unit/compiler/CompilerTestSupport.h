@@ -83,6 +83,19 @@ struct F64Program {
   }
 };
 
+/// `spec` compiled in double precision, with zero parameters and no tokens.
+inline F64Program compileF64(CompilerContext &ctx, const ModelSpec &spec) {
+  mlir::drc::ImportOptions options;
+  options.useF64 = true;
+  auto model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
+  INFO(ctx.diagnostics);
+  REQUIRE(mlir::succeeded(model));
+  F64Program program;
+  program.model = std::move(*model);
+  program.params.assign(program.model->parameters().numElements(), 0.0);
+  return program;
+}
+
 /// A 2-block model, vocab 32, d 16, 16 tokens per step, with the given
 /// [residual] table body.
 inline ModelSpec tinySpec(const std::string &residual = "",

@@ -345,65 +345,67 @@ TEST_CASE("center gradient matches finite differences", "[gradient]") {
   checkGradients(p);
 }
 
-TEST_CASE("softmax gradients match finite differences", "[gradient]") {
-  // Over the rows of each token's set (axis 1) and within a row (axis 2) of
-  // x [6, 3, 5] ~N(0, 3), viewed as 15 classes.
+/// An op along an axis of x [6, 3, 5] (1: over the rows of each token's set,
+/// 2: within a row), viewed as 15 classes, for both axes: its forward against
+/// `expected(at, axis, r, c)`, where at(row, col) reads the token's x, and
+/// its gradients against finite differences. `attrs(axis)` are the op's
+/// attributes; `prepare` maps each drawn N(0, 1) value of x.
+static void checkAlongAxis(
+    const std::string &op, const std::function<std::string(int)> &attrs,
+    const std::function<double(double)> &prepare,
+    const std::function<double(const std::function<double(int, int)> &, int,
+                               int, int)> &expected) {
   CompilerContext ctx;
   for (int axis : {1, 2}) {
-    DYNAMIC_SECTION("axis " << axis) {
+    DYNAMIC_SECTION(op << " axis " << axis) {
       F64Program p = compileOp(
           ctx, param("x", "6x3x5"),
-          ref("x", "6x3x5") +
-              "  %s = drc.softmax %x {axis = " + std::to_string(axis) +
-              " : i64} : tensor<6x3x5xf64>\n"
+          ref("x", "6x3x5") + "  %s = " + op + " %x " + attrs(axis) +
+              " : tensor<6x3x5xf64>\n"
               "  %y = drc.view %s : (tensor<6x3x5xf64>) -> tensor<6x15xf64>",
           6, 15);
       double *x = &p.params[p.model->parameters().find("x")->offset];
       for (int i = 0; i < 90; ++i)
-        x[i] *= 3;
-      double expected = referenceLoss(p, 15, [&](int t, int l) {
-        int r = l / 5, c = l % 5;
+        x[i] = prepare(x[i]);
+      double reference = referenceLoss(p, 15, [&](int t, int l) {
         auto at = [&](int row, int col) { return x[(t * 3 + row) * 5 + col]; };
-        double sum = 0;
-        for (int j = 0; j < (axis == 1 ? 3 : 5); ++j)
-          sum += std::exp(axis == 1 ? at(j, c) : at(r, j));
-        return std::exp(at(r, c)) / sum;
+        return expected(at, axis, l / 5, l % 5);
       });
-      CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+      CHECK(p.loss() == Approx(reference).epsilon(1e-12));
       checkGradients(p);
     }
   }
 }
 
+TEST_CASE("softmax gradients match finite differences", "[gradient]") {
+  // x ~N(0, 3).
+  checkAlongAxis(
+      "drc.softmax",
+      [](int axis) { return "{axis = " + std::to_string(axis) + " : i64}"; },
+      [](double x) { return 3 * x; },
+      [](const std::function<double(int, int)> &at, int axis, int r, int c) {
+        double sum = 0;
+        for (int j = 0; j < (axis == 1 ? 3 : 5); ++j)
+          sum += std::exp(axis == 1 ? at(j, c) : at(r, j));
+        return std::exp(at(r, c)) / sum;
+      });
+}
+
 TEST_CASE("normalize gradients match finite differences", "[gradient]") {
-  // Positive x [6, 3, 5] in [0.5, 2] (Sinkhorn's operands are exp(.)),
-  // divided by its sums over the rows of each set (axis 1) and within a row
-  // (axis 2), with a large eps so that eps's part is tested too.
-  CompilerContext ctx;
-  for (int axis : {1, 2}) {
-    DYNAMIC_SECTION("axis " << axis) {
-      F64Program p = compileOp(
-          ctx, param("x", "6x3x5"),
-          ref("x", "6x3x5") +
-              "  %s = drc.normalize %x {axis = " + std::to_string(axis) +
-              " : i64, eps = 0.25 : f64} : tensor<6x3x5xf64>\n"
-              "  %y = drc.view %s : (tensor<6x3x5xf64>) -> tensor<6x15xf64>",
-          6, 15);
-      double *x = &p.params[p.model->parameters().find("x")->offset];
-      for (int i = 0; i < 90; ++i)
-        x[i] = 1.25 + 0.75 * std::tanh(x[i]);
-      double expected = referenceLoss(p, 15, [&](int t, int l) {
-        int r = l / 5, c = l % 5;
-        auto at = [&](int row, int col) { return x[(t * 3 + row) * 5 + col]; };
+  // Positive x in [0.5, 2] (Sinkhorn's operands are exp(.)), with a large
+  // eps so that eps's part is tested too.
+  checkAlongAxis(
+      "drc.normalize",
+      [](int axis) {
+        return "{axis = " + std::to_string(axis) + " : i64, eps = 0.25 : f64}";
+      },
+      [](double x) { return 1.25 + 0.75 * std::tanh(x); },
+      [](const std::function<double(int, int)> &at, int axis, int r, int c) {
         double sum = 0.25;
         for (int j = 0; j < (axis == 1 ? 3 : 5); ++j)
           sum += axis == 1 ? at(j, c) : at(r, j);
         return at(r, c) / sum;
       });
-      CHECK(p.loss() == Approx(expected).epsilon(1e-12));
-      checkGradients(p);
-    }
-  }
 }
 
 TEST_CASE("linear on the rows of a set matches finite differences",

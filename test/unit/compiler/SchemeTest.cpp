@@ -18,13 +18,7 @@ namespace {
 
 /// The f64 program of `spec` with its training-init parameters (seed 1).
 F64Program compileAtInit(CompilerContext &ctx, const drc::ModelSpec &spec) {
-  mlir::drc::ImportOptions options;
-  options.useF64 = true;
-  auto model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
-  INFO(ctx.diagnostics);
-  REQUIRE(mlir::succeeded(model));
-  F64Program program;
-  program.model = std::move(*model);
+  F64Program program = compileF64(ctx, spec);
   const drc::ParameterTable &table = program.model->parameters();
   std::vector<float> params(table.numElements());
   drc::initParameters(table, 1, params.data());
