@@ -6,10 +6,12 @@
 //           and then each row divided by its sum (+1e-6)
 //   read    u_k = RMSNorm_{γ_k}(Σ_i H^pre_i x_i)
 //   write   x_i <- Σ_j H^res_ij x_j + H^post_i f_k
-//   readout h_out = (1/n) Σ_i x_i
+//   readout h_out = (1/n) Σ_i x_i, or with mhc_head = true DeepSeek's learned
+//           head: Σ_i σ(α^head z^head_i + b^head_i) x_i, z^head = x̂ φ^head (the
+//           mean's direction at init: φ^head = 0, α^head = 0.01, b^head = 0)
 //   init    gap-8: φ = 0, α = 0.01, b^pre = ±8 (+8 on stream k mod n), b^post = 0,
 //           b^res = 0 on the diagonal and −8 off it
-module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
+module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20, mhc_head = false}} {
   func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %n = drc.static "streams" : index
     %one = arith.constant 1.0 : f32
@@ -17,6 +19,18 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
     %row = drc.view %h0 : (tensor<?x?xf32>) -> tensor<?x1x?xf32>
     %x = drc.mix %row by %ones : (tensor<?x1x?xf32>, tensor<1x?xf32>) -> tensor<?x?x?xf32>
     return %x : tensor<?x?x?xf32>
+  }
+
+  // Σ_i σ(α (x̂ φ)_i + b_i) x_i: the streams weighted by H^pre.
+  func.func @pre_mix(%x: tensor<?x?x?xf32>, %xhat: tensor<?x?xf32>, %phi: tensor<?x?xf32>, %a: tensor<f32>, %b: tensor<?xf32>) -> tensor<?x?xf32> {
+    %z = drc.linear %xhat, %phi : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    %s = drc.scale %z by %a : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
+    %p = drc.shift %s by %b : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+    %h = drc.squash "sigmoid" %p : tensor<?x?xf32>
+    %pre = drc.view %h : (tensor<?x?xf32>) -> tensor<?x?x1xf32>
+    %m = drc.mix %x by %pre : (tensor<?x?x?xf32>, tensor<?x?x1xf32>) -> tensor<?x1x?xf32>
+    %out = drc.view %m : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
+    return %out : tensor<?x?xf32>
   }
 
   func.func @read(%x: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x1x?xf32>) {
@@ -44,12 +58,8 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
 
     %flat = drc.view %x : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
     %xhat = drc.rms_norm %flat : (tensor<?x?xf32>) -> tensor<?x?xf32>
-    %z_pre = drc.linear %xhat, %phi_pre : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
     %z_post = drc.linear %xhat, %phi_post : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
     %z_res = drc.linear %xhat, %phi_res : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
-    %s_pre = drc.scale %z_pre by %a_pre : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
-    %p_pre = drc.shift %s_pre by %b_pre : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
-    %h_pre = drc.squash "sigmoid" %p_pre : tensor<?x?xf32>
     %s_post = drc.scale %z_post by %a_post : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
     %p_post = drc.shift %s_post by %b_post : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
     %h_post = drc.squash "sigmoid" %p_post {scale = 2.0} : tensor<?x?xf32>
@@ -63,9 +73,7 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
       scf.yield %rows : tensor<?x?x?xf32>
     }
 
-    %pre = drc.view %h_pre : (tensor<?x?xf32>) -> tensor<?x?x1xf32>
-    %m0 = drc.mix %x by %pre : (tensor<?x?x?xf32>, tensor<?x?x1xf32>) -> tensor<?x1x?xf32>
-    %read = drc.view %m0 : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
+    %read = func.call @pre_mix(%x, %xhat, %phi_pre, %a_pre, %b_pre) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?xf32>) -> tensor<?x?xf32>
     %u = drc.rms_norm %read gain %gain : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
     %post = drc.view %h_post : (tensor<?x?xf32>) -> tensor<?x1x?xf32>
     return %u, %x, %h_res, %post : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x1x?xf32>
@@ -81,13 +89,27 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20}} {
 
   func.func @readout(%x: tensor<?x?x?xf32>) -> tensor<?x?xf32> {
     %n = drc.static "streams" : index
-    %ni = arith.index_cast %n : index to i64
-    %nf = arith.sitofp %ni : i64 to f32
-    %one = arith.constant 1.0 : f32
-    %inv = arith.divf %one, %nf : f32
-    %mean = tensor.splat %inv[%n] : tensor<?x1xf32>
-    %avg = drc.mix %x by %mean : (tensor<?x?x?xf32>, tensor<?x1xf32>) -> tensor<?x1x?xf32>
-    %out = drc.view %avg : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
+    %head = drc.static "mhc_head" : i1
+    %out = scf.if %head -> tensor<?x?xf32> {
+      %d = drc.static "d" : index
+      %nd = arith.muli %n, %d : index
+      %phi = drc.weight "phi_head" [%n, %nd] init zeros decay : tensor<?x?xf32>
+      %a = drc.weight "alpha_head" init constant(0.01) : tensor<f32>
+      %b = drc.weight "b_head" [%n] init zeros : tensor<?xf32>
+      %flat = drc.view %x : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+      %xhat = drc.rms_norm %flat : (tensor<?x?xf32>) -> tensor<?x?xf32>
+      %h = func.call @pre_mix(%x, %xhat, %phi, %a, %b) : (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<f32>, tensor<?xf32>) -> tensor<?x?xf32>
+      scf.yield %h : tensor<?x?xf32>
+    } else {
+      %ni = arith.index_cast %n : index to i64
+      %nf = arith.sitofp %ni : i64 to f32
+      %one = arith.constant 1.0 : f32
+      %inv = arith.divf %one, %nf : f32
+      %mean = tensor.splat %inv[%n] : tensor<?x1xf32>
+      %avg = drc.mix %x by %mean : (tensor<?x?x?xf32>, tensor<?x1xf32>) -> tensor<?x1x?xf32>
+      %h = drc.view %avg : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
+      scf.yield %h : tensor<?x?xf32>
+    }
     return %out : tensor<?x?xf32>
   }
 }

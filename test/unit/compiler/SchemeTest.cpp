@@ -104,6 +104,7 @@ TEST_CASE("multi-stream schemes' gradients match finite differences",
   checkSchemeGradients("scheme = \"hc\"");
   checkSchemeGradients("scheme = \"hc\"\ndynamic = false");
   checkSchemeGradients("scheme = \"mhc\"");
+  checkSchemeGradients("scheme = \"mhc\"\nmhc_head = true");
   checkSchemeGradients("scheme = \"vwn\"");
   checkSchemeGradients("scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
   checkSchemeGradients("scheme = \"vwn\"\ndynamic = false");
@@ -128,13 +129,18 @@ TEST_CASE("depth-attention schemes' gradients match finite differences",
 // states are scaled (HC's readout is n·h, AttnRes's mixes are h/(k+1)) and ε
 // no longer cancels: measured 4e-7 (HC), 3e-9 (mHC), 5e-6 (Full AttnRes) and
 // 2e-6 (Block) relative on this 2-block model; the check allows 2e-5.
-// The worked example of docs/schemes.md claims the same.
+// The worked example of docs/schemes.md claims the same, and so does mHC
+// with DeepSeek's learned readout head (σ(0) weights: the mean's direction).
 TEST_CASE("HC, mHC, Full and Block AttnRes equal Pre-LN at init",
           "[scheme][equivalence]") {
-  std::string scheme = GENERATE("hc", "mhc", "attnres", "attnres-block",
+  std::string scheme = GENERATE("hc", "mhc", "mhc:mhc_head", "attnres",
+                                "attnres-block",
                                 "docs/examples/depth-weighted.mlir");
-  double tolerance = scheme == "mhc" ? 1e-5 : 1e-10;
-  std::string residual = "scheme = \"" + scheme + "\"";
+  double tolerance = scheme.starts_with("mhc") ? 1e-5 : 1e-10;
+  std::string residual =
+      "scheme = \"" + scheme.substr(0, scheme.find(':')) + "\"";
+  if (scheme == "mhc:mhc_head")
+    residual += "\nmhc_head = true";
   if (scheme == "attnres-block")
     residual += "\nblock_size = 3"; // a block that straddles both blocks
   if (scheme.ends_with(".mlir"))
