@@ -260,9 +260,20 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   if (failed(depthCache))
     return failure();
 
-  Value table = mb.matrix("embed.weight", {m.vocab, d});
-  // The scheme's state for the embedding of `ids` (weights "embed.*").
+  // The scheme's state for the tokens `ids`: @embed of the backbone's
+  // embedding E[ids], or, when @embed takes the token ids itself (VWN's
+  // direct wide E'), @embed(ids). Its weights are named "embed.*".
+  auto embedFn = scheme->module->lookupSymbol<func::FuncOp>("embed");
+  bool embedsIds =
+      embedFn && embedFn.getNumArguments() == 1 &&
+      isa<IntegerType>(getElementTypeOrSelf(embedFn.getArgumentTypes()[0]));
+  Value table;
   auto embed = [&](Value ids) -> FailureOr<SmallVector<Value>> {
+    if (embedsIds)
+      return residual.call(b, "embed", ids, *statics, "embed.",
+                           "the embedding");
+    if (!table)
+      table = mb.matrix("embed.weight", {m.vocab, d});
     SmallVector<Value> h0{EmbedOp::create(b, loc, hidden, table, ids)};
     if (!residual.has("embed"))
       return h0;

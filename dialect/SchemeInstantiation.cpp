@@ -129,6 +129,10 @@ LogicalResult refineResultType(Operation *op, Type element) {
             out[1] = declared.getDimSize(1);
             return out;
           })
+          .Case([&](EmbedOp embed) -> FailureOr<SmallVector<int64_t>> {
+            return SmallVector<int64_t>{shapeOf(embed.getTokens())[0],
+                                        shapeOf(embed.getTable())[1]};
+          })
           .Case([&](LinearOp linear) -> FailureOr<SmallVector<int64_t>> {
             SmallVector<int64_t> out(shapeOf(linear.getInput()));
             out.back() = shapeOf(linear.getWeight())[0];

@@ -1,6 +1,7 @@
 // VWN: Virtual Width Networks / Generalized Hyper-Connections (ARCHITECTURES.md §2.12).
 //   shapes  m backbone fractions, n ≥ m segments of width d_b = d/m, r = n/m, D' = n·d_b
-//   embed   e = W_exp E[x] ∈ ℝ^{D'},  H = reshape(e) ∈ ℝ^{n×d_b}
+//   embed   e = W_exp E[x] ∈ ℝ^{D'} (factorised), or E'[x] with E' ∈ ℝ^{V×D'}
+//           (factorised = false);  H = reshape(e) ∈ ℝ^{n×d_b}
 //   coefs   H̄ = RMSNorm_g(H) row-wise, τ = √d_b
 //           A = S_A ∘ tanh(H̄ W_A/τ) + A⁰ = [Å | Â],  B = S_B ∘ tanh(H̄ W_B/τ)ᵀ + B⁰
 //           (W_A's columns are the weights res.w_read (Å) and res.w_mix (Â);
@@ -15,15 +16,26 @@
 //           G_j = W_M [a_j ; c_j], a = RMSNorm_{γ_H}(vec H), c = RMSNorm_{γ_E}(e(x_{t+1})),
 //           W_M = [w_m_h | w_m_e] ∈ ℝ^{d_b×2d_b}; then one VWN layer, GN, W_red and
 //           final norm of its own and the shared W_U; loss L + mtp_weight·L_MTP
-module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true, mtp = false, mtp_weight = 0.3}} {
-  func.func @embed(%x: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
+module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true, factorised = true, mtp = false, mtp_weight = 0.3}} {
+  func.func @embed(%ids: tensor<?xi32>) -> tensor<?x?x?xf32> {
+    %vocab = drc.static "vocab" : index
     %d = drc.static "d" : index
     %m = drc.static "m" : index
     %n = drc.static "n" : index
+    %factorised = drc.static "factorised" : i1
     %db = arith.divui %d, %m : index
     %wide = arith.muli %n, %db : index
-    %wexp = drc.weight "w_exp" [%wide, %d] init matrix decay : tensor<?x?xf32>
-    %e = drc.linear %x, %wexp : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    %e = scf.if %factorised -> tensor<?x?xf32> {
+      %table = drc.weight "weight" [%vocab, %d] init matrix decay : tensor<?x?xf32>
+      %x = drc.embed %table[%ids] : (tensor<?x?xf32>, tensor<?xi32>) -> tensor<?x?xf32>
+      %wexp = drc.weight "w_exp" [%wide, %d] init matrix decay : tensor<?x?xf32>
+      %ex = drc.linear %x, %wexp : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+      scf.yield %ex : tensor<?x?xf32>
+    } else {
+      %table = drc.weight "wide" [%vocab, %wide] init matrix decay : tensor<?x?xf32>
+      %ex = drc.embed %table[%ids] : (tensor<?x?xf32>, tensor<?xi32>) -> tensor<?x?xf32>
+      scf.yield %ex : tensor<?x?xf32>
+    }
     %h = drc.view %e [%n, %db] : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
     return %h : tensor<?x?x?xf32>
   }

@@ -108,6 +108,7 @@ TEST_CASE("multi-stream schemes' gradients match finite differences",
   checkSchemeGradients("scheme = \"vwn\"");
   checkSchemeGradients("scheme = \"vwn\"\nn = 4"); // r = 2: with GroupNorm
   checkSchemeGradients("scheme = \"vwn\"\ndynamic = false");
+  checkSchemeGradients("scheme = \"vwn\"\nfactorised = false");
   // The objective L + 0.3 L_MTP, through the head's own layer and readout.
   checkSchemeGradients("scheme = \"vwn\"\nmtp = true");
 }
@@ -133,9 +134,9 @@ TEST_CASE("depth-attention schemes' gradients match finite differences",
 // with DeepSeek's learned readout head (σ(0) weights: the mean's direction).
 TEST_CASE("HC, mHC, Full and Block AttnRes equal Pre-LN at init",
           "[scheme][equivalence]") {
-  std::string scheme = GENERATE("hc", "mhc", "mhc:mhc_head", "attnres",
-                                "attnres-block",
-                                "docs/examples/depth-weighted.mlir");
+  std::string scheme =
+      GENERATE("hc", "mhc", "mhc:mhc_head", "attnres", "attnres-block",
+               "docs/examples/depth-weighted.mlir");
   double tolerance = scheme.starts_with("mhc") ? 1e-5 : 1e-10;
   std::string residual =
       "scheme = \"" + scheme.substr(0, scheme.find(':')) + "\"";
@@ -272,4 +273,33 @@ TEST_CASE("VWN's next-2-token head leaves the next-token loss as it is and "
     moved = std::max(moved, std::abs(grads["blocks.1.ffn.w2"][i] -
                                      plainGrads["blocks.1.ffn.w2"][i]));
   CHECK(moved > 1e-6);
+}
+
+TEST_CASE("VWN's direct wide embedding E' = E W_exp^T equals the factorised "
+          "one",
+          "[scheme][equivalence]") {
+  CompilerContext factorisedCtx, directCtx;
+  F64Program factorised =
+      compileAtInit(factorisedCtx, tinySpec("scheme = \"vwn\""));
+  F64Program direct = compileAtInit(
+      directCtx, tinySpec("scheme = \"vwn\"\nfactorised = false"));
+  auto from = byName(factorised.model->parameters(), factorised.params);
+  for (const drc::ParameterInfo &p : direct.model->parameters().parameters())
+    if (from.count(p.name))
+      std::copy(from[p.name].begin(), from[p.name].end(),
+                direct.params.begin() + p.offset);
+  const std::vector<double> &e = from["embed.weight"], &w = from["embed.w_exp"];
+  const drc::ParameterInfo *wide =
+      direct.model->parameters().find("embed.wide");
+  REQUIRE(wide);
+  int64_t vocab = wide->shape[0], dWide = wide->shape[1], d = 16;
+  for (int64_t v = 0; v < vocab; ++v)
+    for (int64_t j = 0; j < dWide; ++j) {
+      double sum = 0;
+      for (int64_t i = 0; i < d; ++i)
+        sum += e[v * d + i] * w[j * d + i];
+      direct.params[wide->offset + v * dWide + j] = sum;
+    }
+  CHECK(std::abs(direct.loss() - factorised.loss()) <=
+        1e-12 * factorised.loss());
 }
