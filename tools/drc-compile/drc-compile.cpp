@@ -1,9 +1,9 @@
 //===- drc-compile.cpp - Compile a model spec to a chosen stage ----------===//
 #include "dialect/ModelImport.h"
-#include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
 #include "runtime/ShapeSolver.h"
 #include "tools/common/HostCompiler.h"
+#include "tools/common/ToolOutput.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
@@ -72,10 +72,7 @@ std::string printParams(mlir::ModuleOp module) {
 
 int compileMain(int argc, char **argv) {
   // -o is the one short option, as in every compiler.
-  std::vector<char *> args(argv, argv + argc);
-  for (char *&a : args)
-    if (std::string(a) == "-o")
-      a = const_cast<char *>("--output");
+  std::vector<char *> args = drc::withLongOutputOption(argc, argv);
   drc::CommandLine cl(static_cast<int>(args.size()), args.data(),
                       {"emit", "output", "solve-width"},
                       {"print-params", "iso-backbone", "help"});
@@ -125,11 +122,7 @@ int compileMain(int argc, char **argv) {
       os << "\n";
     }
   }
-  std::optional<std::string> out = cl.value("output");
-  if (!out || *out == "-")
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  else
-    drc::writeFileAtomically(*out, text);
+  drc::writeOutput(cl.value("output"), text);
   return 0;
 }
 

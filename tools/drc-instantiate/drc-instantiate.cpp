@@ -4,13 +4,12 @@
 // without writing a spec first (a 2-block toy model unless --spec names one).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
 #include "tools/common/HostCompiler.h"
+#include "tools/common/ToolOutput.h"
 
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
 #include <filesystem>
 
 namespace {
@@ -43,10 +42,7 @@ lr = 1e-3
 )";
 
 int instantiateMain(int argc, char **argv) {
-  std::vector<char *> args(argv, argv + argc);
-  for (char *&a : args)
-    if (std::string(a) == "-o")
-      a = const_cast<char *>("--output");
+  std::vector<char *> args = drc::withLongOutputOption(argc, argv);
   drc::CommandLine cl(static_cast<int>(args.size()), args.data(),
                       {"spec", "output"}, {"help"});
   if (cl.printedHelp(kHelp))
@@ -55,9 +51,8 @@ int instantiateMain(int argc, char **argv) {
   if (!std::filesystem::is_regular_file(scheme))
     throw drc::InputError(scheme + ": no such scheme file");
   std::optional<std::string> specPath = cl.value("spec");
-  drc::ModelSpec spec = specPath
-                            ? drc::loadModelSpec(*specPath)
-                            : drc::parseModelSpec(kToyModel, "toy model");
+  drc::ModelSpec spec = specPath ? drc::loadModelSpec(*specPath)
+                                 : drc::parseModelSpec(kToyModel, "toy model");
   spec.residual.scheme.clear();
   spec.residual.schemeFile = std::filesystem::absolute(scheme).string();
   drc::HostCompiler compiler;
@@ -66,11 +61,7 @@ int instantiateMain(int argc, char **argv) {
   llvm::raw_string_ostream os(text);
   module->print(os);
   os << "\n";
-  std::optional<std::string> out = cl.value("output");
-  if (!out || *out == "-")
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  else
-    drc::writeFileAtomically(*out, text);
+  drc::writeOutput(cl.value("output"), text);
   return 0;
 }
 
