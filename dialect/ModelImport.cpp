@@ -385,7 +385,9 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   if (failed(mtpWeight))
     return failure();
   if (residual.has("mtp") != mtpWeight->has_value())
-    return scheme->module->emitError()
+    return scheme->module
+               ->lookupSymbol(residual.has("mtp") ? "mtp" : "mtp_weight")
+               ->emitError()
            << "a scheme with an MTP head defines both @mtp(final state..., "
               "next-token state...) -> state and @mtp_weight() -> f64";
   if (*mtpWeight && **mtpWeight > 0) {

@@ -247,3 +247,11 @@ func.func @f(%q: tensor<6x8xf32>, %k: tensor<6x2x8xf32>, %lse: tensor<6x4xf32>) 
   %0 = drc.depth_attention %q, %k, %k merge %q, %lse {n_head = 2 : i64} : (tensor<6x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<6x8xf32>, tensor<6x4xf32>) -> tensor<6x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%t: tensor<10xi32>) {
+  // expected-error @+1 {{10 targets do not split into sequences of 4}}
+  %0 = drc.lookahead %t {seq_len = 4 : i64} : tensor<10xi32>
+  return
+}
