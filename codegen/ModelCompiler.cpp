@@ -17,6 +17,7 @@ std::optional<CompileStage> mlir::drc::parseCompileStage(StringRef name) {
   return llvm::StringSwitch<std::optional<CompileStage>>(name)
       .Case("drc", CompileStage::Drc)
       .Case("train-step", CompileStage::TrainStep)
+      .Case("fused", CompileStage::Fused)
       .Case("linalg", CompileStage::Linalg)
       .Case("llvm", CompileStage::LLVM)
       .Default(std::nullopt);
@@ -76,7 +77,8 @@ mlir::drc::trainPipelineOptions(const ::drc::ModelSpec &spec) {
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
-                          CompileStage stage, const ImportOptions &options) {
+                          CompileStage stage, const ImportOptions &options,
+                          bool fuseTokenLocal) {
   FailureOr<OwningOpRef<ModuleOp>> imported =
       importModelSpec(context, spec, options);
   if (failed(imported))
@@ -85,9 +87,13 @@ mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
   if (stage == CompileStage::Drc)
     return module;
   PassManager pm(&context);
-  buildTrainStepPipeline(pm, trainPipelineOptions(spec));
+  TrainPipelineOptions train = trainPipelineOptions(spec);
+  train.fuseTokenLocal = fuseTokenLocal;
+  buildTrainStepPipeline(pm, train);
+  if (stage == CompileStage::Fused && fuseTokenLocal)
+    pm.addPass(createFuseTokenLocal());
   if (stage >= CompileStage::Linalg)
-    buildLowerToLinalgPipeline(pm);
+    buildLowerToLinalgPipeline(pm, train);
   if (stage >= CompileStage::LLVM)
     buildCpuCodegenPipeline(pm);
   if (failed(pm.run(*module)))
@@ -97,13 +103,15 @@ mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
 
 FailureOr<std::unique_ptr<CpuModel>>
 CpuModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
-                  const ImportOptions &options) {
+                  const ImportOptions &options, bool fuseTokenLocal) {
   FailureOr<OwningOpRef<ModuleOp>> module =
       importModelSpec(context, spec, options);
   if (failed(module))
     return failure();
   int64_t tokens = options.tokens ? options.tokens : spec.tokensPerStep();
-  return compileModule(**module, tokens, trainPipelineOptions(spec));
+  TrainPipelineOptions train = trainPipelineOptions(spec);
+  train.fuseTokenLocal = fuseTokenLocal;
+  return compileModule(**module, tokens, train);
 }
 
 FailureOr<std::unique_ptr<CpuModel>>
@@ -122,7 +130,7 @@ CpuModel::compileModule(ModuleOp module, int64_t tokens,
     return failure();
   ::drc::ParameterTable table = parameterTable(module);
   PassManager lower(context);
-  buildLowerToLinalgPipeline(lower);
+  buildLowerToLinalgPipeline(lower, train);
   if (failed(lower.run(module)))
     return failure();
   FailureOr<EntryShapes> shapes = recordEntryShapes(module);

@@ -19,11 +19,12 @@ namespace mlir::drc {
 enum class CompileStage {
   Drc,       ///< the imported topology-level module
   TrainStep, ///< loss + train_step in kernel-level drc ops
+  Fused,     ///< the same with token-local work in drc.fused regions
   Linalg,    ///< linalg on tensors bound to the runtime buffers
   LLVM,      ///< the LLVM dialect
 };
 
-/// Parses "drc", "train-step", "linalg" or "llvm".
+/// Parses "drc", "train-step", "fused", "linalg" or "llvm".
 std::optional<CompileStage> parseCompileStage(StringRef name);
 
 /// The runtime's parameter table of a module that still declares its
@@ -33,18 +34,19 @@ std::optional<CompileStage> parseCompileStage(StringRef name);
 /// The optimizer settings of a spec.
 TrainPipelineOptions trainPipelineOptions(const ::drc::ModelSpec &spec);
 
-/// Imports `spec` and lowers it through `stage`. Diagnostics go to the
-/// context's handler.
+/// Imports `spec` and lowers it through `stage`, token-local work fused
+/// unless `fuseTokenLocal` is off. Diagnostics go to the context's handler.
 FailureOr<OwningOpRef<ModuleOp>>
 compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
-               CompileStage stage, const ImportOptions &options = {});
+               CompileStage stage, const ImportOptions &options = {},
+               bool fuseTokenLocal = true);
 
 /// A model compiled and JIT-linked for the host CPU.
 class CpuModel : public ::drc::ModelProgram {
 public:
   static FailureOr<std::unique_ptr<CpuModel>>
   compile(MLIRContext &context, const ::drc::ModelSpec &spec,
-          const ImportOptions &options = {});
+          const ImportOptions &options = {}, bool fuseTokenLocal = true);
 
   /// Compiles a topology-level module (a `loss(tokens, targets)` function
   /// and its drc.param declarations) whose calls take `tokens` tokens.

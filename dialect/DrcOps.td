@@ -634,4 +634,56 @@ def Drc_AdamWOp : Drc_Op<"adamw", [
   let assemblyFormat = "$lr `,` $step attr-dict `:` functional-type(operands, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// Fused token-local regions (drc-fuse-token-local)
+//===----------------------------------------------------------------------===//
+
+def Drc_FusedOp : Drc_Op<"fused", [IsolatedFromAbove, SingleBlock,
+                                    RecursiveMemoryEffects]> {
+  let summary = "token-local ops run tile by tile over the tokens";
+  let description = [{
+    The body computes one tile of `tile` tokens out of `tokens`. An operand
+    whose block argument has `tile` leading rows is read one tile at a time
+    (a per-token value); any other operand is read whole (parameters,
+    coefficients shared by all tokens). Each `drc.yield` operand is one
+    tile of the matching result, whose leading dimension is `tokens`. Tiles
+    are independent, so the lowering runs them in parallel, and each value
+    inside the body lives only for one tile: the region reads its inputs
+    once and writes its results once.
+
+    ```mlir
+    %h, %u = drc.fused(%x, %f, %g) {tile = 16 : i64, tokens = 2048 : i64}
+        : (tensor<2048x128xf32>, tensor<2048x128xf32>, tensor<128xf32>)
+       -> (tensor<2048x128xf32>, tensor<2048x128xf32>) {
+    ^bb0(%xt: tensor<16x128xf32>, %ft: tensor<16x128xf32>, %gt: tensor<128xf32>):
+      %ht = drc.add %xt, %ft : tensor<16x128xf32>
+      %ut = drc.rms_norm %ht gain %gt : (tensor<16x128xf32>, tensor<128xf32>) -> tensor<16x128xf32>
+      drc.yield %ht, %ut : tensor<16x128xf32>, tensor<16x128xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, I64Attr:$tokens,
+                       I64Attr:$tile);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether `input` is read one tile at a time.
+    bool isTiled(unsigned input) {
+      return getBody().getArgument(input).getType() !=
+             getInputs()[input].getType();
+    }
+  }];
+}
+
+def Drc_YieldOp : Drc_Op<"yield", [Pure, Terminator,
+                                    HasParent<"FusedOp">]> {
+  let summary = "the tile of each result of a drc.fused region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
 #endif // DRC_OPS_TD

@@ -504,3 +504,50 @@ LogicalResult NormalizeOp::verify() {
     return emitOpError() << "eps must be non-negative";
   return verifyAxis(*this, getInput(), getAxis());
 }
+
+/// `type` with its leading dimension set to `rows`, or null if `type` is not
+/// a ranked tensor with a leading dimension.
+static Type withLeadingRows(Type type, int64_t rows) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() == 0)
+    return {};
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape[0] = rows;
+  return tensor.clone(shape);
+}
+
+LogicalResult FusedOp::verify() {
+  int64_t tokens = getTokens(), tile = getTile();
+  if (tile <= 0 || tokens <= 0 || tokens % tile != 0)
+    return emitOpError() << "tile " << tile << " must divide the " << tokens
+                         << " tokens";
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " inputs but its body takes "
+                         << body.getNumArguments() << " arguments";
+  for (auto [index, input, argument] :
+       llvm::enumerate(getInputs(), body.getArguments())) {
+    Type whole = input.getType(), seen = argument.getType();
+    if (seen != whole && seen != withLeadingRows(whole, tile))
+      return emitOpError() << "body argument " << index << " has type " << seen
+                           << "; input " << index << " of type " << whole
+                           << " is read whole (the same type) or one tile of "
+                           << tile << " tokens at a time";
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end with drc.yield";
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values for " << getNumResults() << " results";
+  for (auto [index, value, result] :
+       llvm::enumerate(yield.getValues(), getResults()))
+    if (withLeadingRows(value.getType(), tile) != value.getType() ||
+        withLeadingRows(value.getType(), tokens) != result.getType())
+      return emitOpError() << "result " << index << " of type "
+                           << result.getType() << " is not the " << tokens
+                           << "-token whole of its yielded tile of type "
+                           << value.getType();
+  return success();
+}

@@ -96,7 +96,8 @@ sliceOrigin(RewriterBase &rewriter, Location loc,
 }
 
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
-/// b, m, n, k): threads over row blocks (or batch entries), a k block for
+/// b, m, n, k): threads over row blocks (or batch entries) unless it already
+/// runs inside a thread-parallel loop (a fused region's tile), a k block for
 /// long contractions, then the register tile. A plain matmul reads B from
 /// column panels (packColumnPanels) and visits register tiles panel by
 /// panel, so each panel is reused from L1 by every row tile of the block.
@@ -135,7 +136,8 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   }
   Operation *current = op;
   int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
-  if (batched ? ranges[0] > 1 : m / tm > 1) {
+  bool threads = !op->getParentOfType<scf::ForallOp>();
+  if (threads && (batched ? ranges[0] > 1 : m / tm > 1)) {
     auto threads = tile(rewriter, current,
                         batched ? sizes(1, 0, 0, 0) : sizes(0, tm, 0, 0),
                         /*forall=*/true);
@@ -217,6 +219,35 @@ LogicalResult scheduleGeneric(RewriterBase &rewriter, linalg::GenericOp op) {
   return success();
 }
 
+/// Lets LLVM vectorise the reductions that stay loops (row sums of norms and
+/// softmaxes, narrow matmuls whose shape no register tile divides): their
+/// float arithmetic may be reassociated and contracted into FMAs. The
+/// summation order is then fixed by the compiled code (partial sums per
+/// vector lane), the same on every run and thread count; a matmul left
+/// scalar is generalised first so its body can carry the flags.
+LogicalResult vectoriseReductions(RewriterBase &rewriter, Operation *root) {
+  SmallVector<linalg::LinalgOp> scalarMatmuls;
+  root->walk([&](linalg::LinalgOp op) {
+    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+      scalarMatmuls.push_back(op);
+  });
+  for (linalg::LinalgOp op : scalarMatmuls) {
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::generalizeNamedOp(rewriter, op)))
+      return failure();
+  }
+  auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  root->walk([&](linalg::GenericOp op) {
+    if (op.getNumReductionLoops() == 0)
+      return;
+    op.getBody()->walk([&](arith::ArithFastMathInterface math) {
+      math->setAttr(math.getFastMathAttrName(),
+                    arith::FastMathFlagsAttr::get(op.getContext(), flags));
+    });
+  });
+  return success();
+}
+
 /// Keeps each C tile in registers across its k loop. Runs after
 /// canonicalization has hoisted the transfers' constant indices; the first
 /// round hoists the tensor slice, the second the vector transfers on it.
@@ -267,6 +298,8 @@ struct CpuTileAndVectorizePass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     hoistAccumulators(rewriter, getOperation());
+    if (failed(vectoriseReductions(rewriter, getOperation())))
+      return signalPassFailure();
   }
 };
 

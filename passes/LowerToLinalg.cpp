@@ -1311,6 +1311,68 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
   return true;
 }
 
+/// A drc.fused region whose body is already linalg: an scf.forall over its
+/// tiles, each reading a slice of every tiled input and writing its tile of
+/// every result.
+void lowerFused(IRRewriter &rewriter, FusedOp op) {
+  Location loc = op.getLoc();
+  int64_t tile = op.getTile();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inits;
+  for (Type type : op.getResultTypes()) {
+    auto tensor = cast<RankedTensorType>(type);
+    inits.push_back(tensor::EmptyOp::create(rewriter, loc, tensor.getShape(),
+                                            tensor.getElementType()));
+  }
+  auto forall = scf::ForallOp::create(
+      rewriter, loc,
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(op.getTokens() / tile)},
+      inits, std::nullopt);
+  Block *loop = forall.getBody();
+  rewriter.setInsertionPointToStart(loop);
+  Value offset = arith::MulIOp::create(
+      rewriter, loc, forall.getInductionVar(0),
+      arith::ConstantIndexOp::create(rewriter, loc, tile));
+  /// Offsets, sizes and strides of one tile of a value of `type`.
+  auto tileOf = [&](RankedTensorType type) {
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0)),
+        sizes, strides(type.getRank(), rewriter.getIndexAttr(1));
+    offsets[0] = offset;
+    for (int64_t d : type.getShape())
+      sizes.push_back(rewriter.getIndexAttr(d));
+    sizes[0] = rewriter.getIndexAttr(tile);
+    return std::make_tuple(offsets, sizes, strides);
+  };
+  SmallVector<Value> arguments;
+  for (auto [index, input] : llvm::enumerate(op.getInputs())) {
+    if (!op.isTiled(index)) {
+      arguments.push_back(input);
+      continue;
+    }
+    auto type = cast<RankedTensorType>(input.getType());
+    auto [offsets, sizes, strides] = tileOf(type);
+    arguments.push_back(tensor::ExtractSliceOp::create(
+        rewriter, loc,
+        cast<RankedTensorType>(op.getBody().getArgument(index).getType()),
+        input, offsets, sizes, strides));
+  }
+  Operation *terminator = loop->getTerminator();
+  Block &body = op.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  SmallVector<Value> tiles(yield.getValues());
+  rewriter.eraseOp(yield);
+  rewriter.inlineBlockBefore(&body, terminator, arguments);
+  rewriter.setInsertionPointToStart(
+      cast<scf::InParallelOp>(terminator).getBody());
+  for (auto [value, out] : llvm::zip(tiles, forall.getRegionIterArgs())) {
+    auto [offsets, sizes, strides] =
+        tileOf(cast<RankedTensorType>(out.getType()));
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, value, out, offsets,
+                                          sizes, strides);
+  }
+  rewriter.replaceOp(op, forall.getResults());
+}
+
 struct LowerToLinalgPass
     : mlir::drc::impl::LowerToLinalgBase<LowerToLinalgPass> {
   void runOnOperation() override {
@@ -1321,6 +1383,14 @@ struct LowerToLinalgPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      // A region's body is lowered first (post-order walk); its terminator
+      // goes with it.
+      if (isa<YieldOp>(op))
+        continue;
+      if (auto fused = dyn_cast<FusedOp>(op)) {
+        lowerFused(rewriter, fused);
+        continue;
+      }
       FailureOr<bool> lowered = lowerOne(op, rewriter);
       if (failed(lowered))
         return signalPassFailure();

@@ -29,14 +29,22 @@ namespace mlir::drc {
 struct TrainPipelineOptions {
   double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weightDecay = 0.1,
          maxGradNorm = 1.0;
+  /// Group token-local residual work into fused regions (off: every op is
+  /// its own kernel, the reference the fused program is tested against).
+  bool fuseTokenLocal = true;
+  /// Tokens per fused tile (0: drc-fuse-token-local picks).
+  int64_t fuseTileTokens = 0;
 };
 
 /// Topology IR -> train_step and loss on tensors of kernel-level drc ops.
 void buildTrainStepPipeline(OpPassManager &pm,
                             const TrainPipelineOptions &options);
 
-/// Kernel-level drc IR -> linalg on tensors bound to the runtime's buffers.
-void buildLowerToLinalgPipeline(OpPassManager &pm);
+/// Kernel-level drc IR -> linalg on tensors bound to the runtime's buffers,
+/// token-local work fused into regions first unless options.fuseTokenLocal
+/// is off.
+void buildLowerToLinalgPipeline(OpPassManager &pm,
+                                const TrainPipelineOptions &options = {});
 
 /// Registers the pipelines above as `drc-train-step` and `drc-to-linalg`.
 void registerPipelines();

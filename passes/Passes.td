@@ -43,6 +43,31 @@ def Autodiff : Pass<"drc-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
+  let summary = "Group the token-local residual work between sublayers into drc.fused regions";
+  let description = [{
+    Works from the IR's structure, for any scheme. An op is token-local when
+    each token's rows of its results depend only on the same token's rows of
+    its operands and on values shared by all tokens (parameters): the set
+    primitives (norms, squash, scale, shift, softmax and normalize over a
+    non-token axis, mix, append, rows, view, add), their adjoints, MoDA's
+    depth attention, and matmuls by a parameter too narrow to be GEMM work
+    (a coefficient projection or its adjoint: contraction or output width
+    at most 32). Sublayer GEMMs, attention, RoPE, SwiGLU, the loss and every
+    reduction over tokens (parameter gradients) are boundaries. Token-local
+    ops connected by def-use chains with no boundary op between them become
+    one drc.fused region, forward and backward alike: it reads its inputs
+    once and writes its results once per tile of tokens. Regions of one op
+    are left as they are.
+  }];
+  let options = [
+    Option<"tileTokens", "tile-tokens", "int64_t", "0",
+           "Tokens per tile (0: the most, up to 64, whose largest per-tile "
+           "value fits in 64 KiB)">,
+  ];
+  let dependentDialects = ["::mlir::drc::DrcDialect"];
+}
+
 def LowerToLinalg : Pass<"drc-lower-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Lower kernel-level drc ops to linalg, tensor, arith and math";
   let description = [{

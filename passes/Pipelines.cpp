@@ -23,7 +23,10 @@ void mlir::drc::buildTrainStepPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void mlir::drc::buildLowerToLinalgPipeline(OpPassManager &pm) {
+void mlir::drc::buildLowerToLinalgPipeline(
+    OpPassManager &pm, const TrainPipelineOptions &options) {
+  if (options.fuseTokenLocal)
+    pm.addPass(createFuseTokenLocal({options.fuseTileTokens}));
   pm.addPass(createLowerToLinalg());
   pm.addPass(createBindBuffers());
   // No CSE here: merging the zero-filled accumulators of two reductions
@@ -38,6 +41,7 @@ void mlir::drc::registerPipelines() {
       [](OpPassManager &pm) { buildTrainStepPipeline(pm, {}); });
   PassPipelineRegistration<>(
       "drc-to-linalg",
-      "Kernel-level drc ops -> linalg on tensors bound to the runtime buffers",
-      buildLowerToLinalgPipeline);
+      "Kernel-level drc ops -> fused regions -> linalg on tensors bound to "
+      "the runtime buffers",
+      [](OpPassManager &pm) { buildLowerToLinalgPipeline(pm); });
 }

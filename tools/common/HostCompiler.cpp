@@ -39,16 +39,17 @@ void HostCompiler::fail(const std::string &what) {
 }
 
 std::unique_ptr<mlir::drc::CpuModel>
-HostCompiler::compile(const ModelSpec &spec) {
-  auto model = mlir::drc::CpuModel::compile(ctx, spec);
+HostCompiler::compile(const ModelSpec &spec, bool fuseTokenLocal) {
+  auto model = mlir::drc::CpuModel::compile(ctx, spec, {}, fuseTokenLocal);
   if (mlir::failed(model))
     fail("compiling " + spec.path + " failed");
   return std::move(*model);
 }
 
 mlir::OwningOpRef<mlir::ModuleOp>
-HostCompiler::lower(const ModelSpec &spec, mlir::drc::CompileStage stage) {
-  auto module = mlir::drc::compileToStage(ctx, spec, stage);
+HostCompiler::lower(const ModelSpec &spec, mlir::drc::CompileStage stage,
+                    bool fuseTokenLocal) {
+  auto module = mlir::drc::compileToStage(ctx, spec, stage, {}, fuseTokenLocal);
   if (mlir::failed(module))
     fail("compiling " + spec.path + " failed");
   return std::move(*module);

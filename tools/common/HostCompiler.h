@@ -22,12 +22,16 @@ class HostCompiler {
 public:
   HostCompiler();
 
-  /// Compiles `spec` for the host CPU; throws Error with the diagnostics.
-  std::unique_ptr<mlir::drc::CpuModel> compile(const ModelSpec &spec);
+  /// Compiles `spec` for the host CPU (token-local work fused unless
+  /// `fuseTokenLocal` is off); throws Error with the diagnostics.
+  std::unique_ptr<mlir::drc::CpuModel> compile(const ModelSpec &spec,
+                                               bool fuseTokenLocal = true);
 
-  /// Lowers `spec` through `stage`; throws Error with the diagnostics.
+  /// Lowers `spec` through `stage` (token-local work fused unless
+  /// `fuseTokenLocal` is off); throws Error with the diagnostics.
   mlir::OwningOpRef<mlir::ModuleOp> lower(const ModelSpec &spec,
-                                          mlir::drc::CompileStage stage);
+                                          mlir::drc::CompileStage stage,
+                                          bool fuseTokenLocal = true);
 
   mlir::MLIRContext &context() { return ctx; }
 

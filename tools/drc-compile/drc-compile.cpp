@@ -1,5 +1,6 @@
 //===- drc-compile.cpp - Compile a model spec to a chosen stage ----------===//
 #include "dialect/ModelImport.h"
+#include "passes/TokenLocalRegions.h"
 #include "runtime/CommandLine.h"
 #include "runtime/ShapeSolver.h"
 #include "tools/common/HostCompiler.h"
@@ -15,15 +16,26 @@
 namespace {
 
 const char *const kHelp =
-    R"(usage: drc-compile SPEC [--emit=STAGE] [-o OUT] [--print-params]
+    R"(usage: drc-compile SPEC [--emit=STAGE] [--no-fuse] [-o OUT]
+       drc-compile SPEC --print-params
+       drc-compile SPEC --report
        drc-compile SPEC --solve-width=N [--iso-backbone]
 
 Compiles the model spec SPEC (docs/spec.md) and writes the program after
 STAGE to OUT (default: standard output):
   drc         the imported model: parameters and the loss function
   train-step  loss and train_step (forward, backward, AdamW) in drc ops
+  fused       the same, token-local residual work grouped into drc.fused
+              regions (drc-fuse-token-local)
   linalg      linalg on tensors, bound to the runtime's flat buffers
   llvm        LLVM IR for this CPU
+--no-fuse leaves every token-local op its own kernel (no drc.fused regions
+before linalg): the reference the fused program is tested against.
+--report prints the residual part's memory traffic in bytes per token: per
+boundary between sublayers in the forward pass and in total for the train
+step, with every op its own kernel (unfused), with each drc.fused region one
+kernel (fused), and the minimum (the state read and written once, plus the
+sublayer output read and its next input written).
 --print-params lists the parameters by optimizer group with their shapes and
 initialisers instead, then totals: all, the backbone's, and what the residual
 scheme adds.
@@ -73,9 +85,10 @@ std::string printParams(mlir::ModuleOp module) {
 int compileMain(int argc, char **argv) {
   // -o is the one short option, as in every compiler.
   std::vector<char *> args = drc::withLongOutputOption(argc, argv);
-  drc::CommandLine cl(static_cast<int>(args.size()), args.data(),
-                      {"emit", "output", "solve-width"},
-                      {"print-params", "iso-backbone", "help"});
+  drc::CommandLine cl(
+      static_cast<int>(args.size()), args.data(),
+      {"emit", "output", "solve-width"},
+      {"print-params", "report", "iso-backbone", "no-fuse", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
@@ -102,15 +115,18 @@ int compileMain(int argc, char **argv) {
   if (!stage)
     throw drc::UsageError(
         "--emit=" + stageName +
-        " is not a stage; use drc, train-step, linalg or llvm");
+        " is not a stage; use drc, train-step, fused, linalg or llvm");
   drc::HostCompiler compiler;
   std::string text;
   llvm::raw_string_ostream os(text);
   if (cl.flag("print-params")) {
     auto module = compiler.lower(spec, mlir::drc::CompileStage::Drc);
     text = printParams(*module);
+  } else if (cl.flag("report")) {
+    auto module = compiler.lower(spec, mlir::drc::CompileStage::TrainStep);
+    text = mlir::drc::residualTrafficReport(*module);
   } else {
-    auto module = compiler.lower(spec, *stage);
+    auto module = compiler.lower(spec, *stage, !cl.flag("no-fuse"));
     if (*stage == mlir::drc::CompileStage::LLVM) {
       llvm::LLVMContext llvmContext;
       auto llvmModule = mlir::translateModuleToLLVMIR(*module, llvmContext);

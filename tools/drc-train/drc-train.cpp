@@ -24,6 +24,8 @@ options:
   --seed S        seed of parameter init and batch order (default: [train] seed)
   --resume        continue the run in RUNDIR from its checkpoint; the
                   resumed run's metrics equal an uninterrupted run's
+  --no-fuse       compile every token-local op as its own kernel (no
+                  drc.fused regions): the same numbers, for speed comparisons
   --help          this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
@@ -32,7 +34,7 @@ exit status: 0 success, 1 failure while training (e.g. divergence),
 
 int trainMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv, {"data", "out", "steps", "seed"},
-                      {"resume", "help"});
+                      {"resume", "no-fuse", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
@@ -50,7 +52,7 @@ int trainMain(int argc, char **argv) {
   std::fprintf(stderr, "drc-train: compiling %s for this CPU\n",
                spec.path.c_str());
   auto compileBegan = std::chrono::steady_clock::now();
-  auto model = compiler.compile(spec);
+  auto model = compiler.compile(spec, !cl.flag("no-fuse"));
   std::fprintf(stderr, "drc-train: compiled %s in %.1f s%s\n",
                spec.path.c_str(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() -

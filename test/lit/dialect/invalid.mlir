@@ -255,3 +255,47 @@ func.func @f(%t: tensor<10xi32>) {
   %0 = drc.lookahead %t {seq_len = 4 : i64} : tensor<10xi32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{tile 3 must divide the 8 tokens}}
+  %0 = drc.fused(%x) {tile = 3 : i64, tokens = 8 : i64} : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%t: tensor<3x4xf32>):
+    drc.yield %t : tensor<3x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{body argument 0 has type 'tensor<2x4xf32>'; input 0 of type 'tensor<8x4xf32>' is read whole (the same type) or one tile of 4 tokens at a time}}
+  %0 = drc.fused(%x) {tile = 4 : i64, tokens = 8 : i64} : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%t: tensor<2x4xf32>):
+    drc.yield %t : tensor<2x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{yields 2 values for 1 results}}
+  %0 = drc.fused(%x) {tile = 4 : i64, tokens = 8 : i64} : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%t: tensor<4x4xf32>):
+    drc.yield %t, %t : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{result 0 of type 'tensor<8x2xf32>' is not the 8-token whole of its yielded tile of type 'tensor<4x4xf32>'}}
+  %0 = drc.fused(%x) {tile = 4 : i64, tokens = 8 : i64} : (tensor<8x4xf32>) -> tensor<8x2xf32> {
+  ^bb0(%t: tensor<4x4xf32>):
+    drc.yield %t : tensor<4x4xf32>
+  }
+  return
+}

@@ -130,3 +130,17 @@ func.func @depth(%u: tensor<6x8xf64>, %w: tensor<8x8xf64>, %c: tensor<6x2x8xf64>
   %g:5 = drc.depth_attention_grad %u, %c, %c merge %a, %lse, %d grad %d {n_head = 2 : i64} : (tensor<6x8xf64>, tensor<6x2x8xf64>, tensor<6x2x8xf64>, tensor<6x8xf64>, tensor<6x2xf64>, tensor<6x8xf64>, tensor<6x8xf64>) -> (tensor<6x8xf64>, tensor<6x2x8xf64>, tensor<6x2x8xf64>, tensor<6x8xf64>, tensor<6x2xf64>)
   return
 }
+
+// CHECK-LABEL: func.func @fused
+// CHECK:       drc.fused(%{{.*}}, %{{.*}}) {tile = 4 : i64, tokens = 8 : i64} : (tensor<8x16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+// CHECK-NEXT:  ^bb0(%{{.*}}: tensor<4x16xf32>, %{{.*}}: tensor<16xf32>):
+// CHECK:         drc.yield
+func.func @fused(%x: tensor<8x16xf32>, %g: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %h, %u = drc.fused(%x, %g) {tile = 4 : i64, tokens = 8 : i64} : (tensor<8x16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  ^bb0(%xt: tensor<4x16xf32>, %gt: tensor<16xf32>):
+    %ht = drc.add %xt, %xt : tensor<4x16xf32>
+    %ut = drc.rms_norm %ht gain %gt : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    drc.yield %ht, %ut : tensor<4x16xf32>, tensor<4x16xf32>
+  }
+  return %h, %u : tensor<8x16xf32>, tensor<8x16xf32>
+}

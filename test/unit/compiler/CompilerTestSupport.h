@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -83,11 +84,23 @@ struct F64Program {
   }
 };
 
-/// `spec` compiled in double precision, with zero parameters and no tokens.
-inline F64Program compileF64(CompilerContext &ctx, const ModelSpec &spec) {
+/// `spec` compiled in double precision, with zero parameters and no tokens;
+/// `pipeline` overrides the pipeline options taken from the spec (fusion).
+inline F64Program
+compileF64(CompilerContext &ctx, const ModelSpec &spec,
+           std::optional<mlir::drc::TrainPipelineOptions> pipeline = {}) {
   mlir::drc::ImportOptions options;
   options.useF64 = true;
-  auto model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
+  mlir::FailureOr<std::unique_ptr<mlir::drc::CpuModel>> model;
+  if (pipeline) {
+    auto module = mlir::drc::importModelSpec(ctx.context, spec, options);
+    INFO(ctx.diagnostics);
+    REQUIRE(mlir::succeeded(module));
+    model = mlir::drc::CpuModel::compileModule(**module, spec.tokensPerStep(),
+                                               *pipeline);
+  } else {
+    model = mlir::drc::CpuModel::compile(ctx.context, spec, options);
+  }
   INFO(ctx.diagnostics);
   REQUIRE(mlir::succeeded(model));
   F64Program program;

@@ -1,0 +1,182 @@
+//===- TokenLocalRegions.cpp - Which ops fuse, and into what --------------===//
+#include "passes/TokenLocalRegions.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+namespace {
+
+/// A matmul by a parameter is GEMM work (a sublayer's projection) unless the
+/// matrix is narrow: one side at most this wide and at most a quarter of the
+/// other (a coefficient projection, or its adjoint). Such a matmul does ~2 x
+/// width flops per element moved, far below any CPU's or GPU's flop/byte
+/// balance, and belongs with the memory-bound residual work around it.
+constexpr int64_t kMaxNarrowWidth = 32;
+constexpr int64_t kNarrowAspect = 4;
+
+/// Whether softmax/normalize (or their adjoints) reduce along a token axis.
+bool acrossTokens(Operation *op) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<SoftmaxOp, SoftmaxGradOp, NormalizeOp, NormalizeGradOp>(
+          [](auto o) { return o.getAxis() == 0; })
+      .Default([](Operation *) { return false; });
+}
+
+/// Whether `op`'s results keep the token rows of its per-token operands, so
+/// that a tile of them depends on the same tile of those operands only.
+/// `narrowOnly` limits matmuls to narrow ones (token-local residual work);
+/// otherwise any matmul of per-token rows by a shared matrix counts (its
+/// results are per-token values, though it is a boundary).
+bool keepsTokenRows(Operation *op, const TokenAnalysis &a, bool narrowOnly) {
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    if (matmul.getTransposeLhs() || a.of(matmul.getLhs()) != Rows::PerToken ||
+        a.of(matmul.getRhs()) != Rows::Shared)
+      return false;
+    auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
+    int64_t columns = rhs.getShape().back(),
+            rows = rhs.getNumElements() / std::max<int64_t>(columns, 1);
+    int64_t narrow = std::min(rows, columns), wide = std::max(rows, columns);
+    return !narrowOnly ||
+           (narrow <= kMaxNarrowWidth && narrow * kNarrowAspect <= wide);
+  }
+  if (auto grad = dyn_cast<MixCoefGradOp>(op))
+    return cast<RankedTensorType>(grad.getType()).getRank() == 3;
+  if (acrossTokens(op))
+    return false;
+  return isa<RMSNormOp, RMSNormGradOp, CenterOp, AddOp, MixOp, AppendOp, RowsOp,
+             RowsGradOp, ViewOp, SquashOp, SquashGradOp, ScaleOp, ShiftOp,
+             SoftmaxOp, SoftmaxGradOp, NormalizeOp, NormalizeGradOp,
+             DepthAttentionOp, DepthAttentionGradOp>(op);
+}
+
+/// Sublayer ops whose results are per-token rows (boundaries all the same).
+bool isRowwiseSublayer(Operation *op) {
+  return isa<RopeOp, CausalAttentionOp, CausalAttentionGradOp, SiluMulOp,
+             SiluMulGradOp, EmbedOp, CrossEntropyGradOp, LookaheadOp>(op);
+}
+
+} // namespace
+
+/// Classifies every value of `fn`'s body; tokens = the length of its token
+/// arguments (0 when it has none).
+TokenAnalysis mlir::drc::analyseTokens(func::FuncOp fn) {
+  TokenAnalysis a;
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    bool isTokens =
+        type && type.getRank() == 1 && type.getElementType().isInteger(32);
+    if (isTokens)
+      a.tokens = type.getDimSize(0);
+    a.rows[arg] = isTokens ? Rows::PerToken : Rows::Shared;
+  }
+  for (Operation &op : body) {
+    bool shared = llvm::all_of(
+        op.getOperands(), [&](Value v) { return a.of(v) == Rows::Shared; });
+    bool fromTokens = llvm::all_of(
+        op.getOperands(), [&](Value v) { return a.of(v) != Rows::Other; });
+    for (Value result : op.getResults()) {
+      Rows r = Rows::Other;
+      if (shared)
+        r = Rows::Shared;
+      else if (fromTokens && a.leadingTokens(result) &&
+               (keepsTokenRows(&op, a, /*narrowOnly=*/false) ||
+                isRowwiseSublayer(&op)))
+        r = Rows::PerToken;
+      a.rows[result] = r;
+    }
+  }
+  return a;
+}
+
+/// Whether a token-local op reads `operand` row by row (row t for token t)
+/// rather than whole: not a norm's gain, a matmul's right-hand matrix, shared
+/// mixing coefficients or a scale/shift broadcast over the tokens.
+bool mlir::drc::readsRows(Operation *op, OpOperand &operand) {
+  Value v = operand.get();
+  auto rank = [](Value x) {
+    return cast<RankedTensorType>(x.getType()).getRank();
+  };
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case([&](RMSNormOp o) { return v == o.getInput(); })
+      .Case([&](RMSNormGradOp o) { return v != o.getGain(); })
+      .Case([&](MatmulOp o) { return v == o.getLhs(); })
+      .Case([&](MixOp o) { return v == o.getInput() || rank(v) == 3; })
+      .Case<ScaleOp, ShiftOp>([&](auto o) {
+        return operand.getOperandNumber() == 0 || rank(v) == rank(o.getInput());
+      })
+      .Default([](Operation *) { return true; });
+}
+
+namespace {
+
+/// Token-local residual work: keeps token rows, reads a per-token operand,
+/// reads rows only of per-token values (or of shared ones shaped per
+/// token), and everything else whole from shared values.
+bool isTokenLocal(Operation &op, const TokenAnalysis &a) {
+  if (op.getNumResults() == 0 || !keepsTokenRows(&op, a, /*narrowOnly=*/true))
+    return false;
+  bool perTokenOperand = false;
+  for (OpOperand &operand : op.getOpOperands()) {
+    Rows r = a.of(operand.get());
+    bool rows = readsRows(&op, operand);
+    if (r == Rows::Other || (!rows && r != Rows::Shared) ||
+        (rows && !a.leadingTokens(operand.get())))
+      return false;
+    perTokenOperand |= r == Rows::PerToken;
+  }
+  return perTokenOperand && llvm::all_of(op.getResults(), [&](Value v) {
+           return a.of(v) == Rows::PerToken;
+         });
+}
+
+} // namespace
+
+SmallVector<SmallVector<Operation *>>
+mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
+  if (!fn.getBody().hasOneBlock() || a.tokens == 0)
+    return {};
+  Block &block = fn.getBody().front();
+  DenseMap<Operation *, int64_t> depth;
+  DenseMap<Value, int64_t> valueDepth;
+  llvm::EquivalenceClasses<Operation *> regions;
+  DenseMap<std::pair<Value, int64_t>, Operation *> readers;
+  SmallVector<Operation *> local;
+  for (Operation &op : block) {
+    int64_t in = 0;
+    for (Value v : op.getOperands())
+      in = std::max(in, valueDepth.lookup(v));
+    bool isLocal = isTokenLocal(op, a);
+    depth[&op] = in;
+    for (Value r : op.getResults())
+      valueDepth[r] = a.of(r) == Rows::Shared ? 0 : in + (isLocal ? 0 : 1);
+    if (!isLocal)
+      continue;
+    local.push_back(&op);
+    regions.insert(&op);
+    for (Value v : op.getOperands()) {
+      if (Operation *def = v.getDefiningOp();
+          def && regions.contains(def) && depth[def] == in)
+        regions.unionSets(def, &op);
+      // Readers of one per-token value at one depth share a region, which
+      // then reads it once.
+      if (a.of(v) == Rows::PerToken) {
+        auto [reader, first] = readers.try_emplace({v, in}, &op);
+        if (!first)
+          regions.unionSets(reader->second, &op);
+      }
+    }
+  }
+  // Regions in the block order of their first op; ops in block order.
+  llvm::MapVector<Operation *, SmallVector<Operation *>> byLeader;
+  for (Operation *op : local)
+    byLeader[regions.getLeaderValue(op)].push_back(op);
+  SmallVector<SmallVector<Operation *>> out;
+  for (auto &entry : byLeader)
+    out.push_back(std::move(entry.second));
+  return out;
+}

@@ -1,0 +1,66 @@
+//===- TokenLocalRegions.h - Which ops fuse, and into what -----*- C++ -*-===//
+//
+// The analysis behind drc-fuse-token-local and drc-compile --report. Every
+// value of a function's body is shared (computed from parameters and
+// constants alone), per-token (leading dimension = the tokens, row t
+// depending only on token t's rows of per-token operands and on shared
+// values) or other (reductions over tokens: parameter gradients, losses).
+// A token-local op has per-token results and reads per-token values by
+// rows and shared ones whole (see the pass description for which ops).
+//
+// Grouping: each op gets a barrier depth, the largest number of boundary
+// ops (non-token-local ops on per-token or other values) on any def-use
+// path into it. Token-local ops of one depth joined by def-use edges, or
+// reading the same per-token value, form a region. A path between two ops
+// of a region never passes a boundary op (it would raise the depth) nor a
+// token-local op outside the region (that op would have the same depth and
+// be joined to it), so a region can become one op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_PASSES_TOKENLOCALREGIONS_H
+#define DRC_PASSES_TOKENLOCALREGIONS_H
+
+#include "passes/Passes.h"
+
+namespace mlir::drc {
+
+enum class Rows { Shared, PerToken, Other };
+
+/// The class of every value of a function body, and its token count.
+struct TokenAnalysis {
+  int64_t tokens = 0; ///< 0 when the function takes no tokens
+  DenseMap<Value, Rows> rows;
+
+  Rows of(Value v) const {
+    auto it = rows.find(v);
+    return it == rows.end() ? Rows::Other : it->second;
+  }
+  bool leadingTokens(Value v) const {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getRank() > 0 && type.getDimSize(0) == tokens;
+  }
+};
+
+/// Classifies the values of `fn`'s (single-block) body.
+TokenAnalysis analyseTokens(func::FuncOp fn);
+
+/// Whether token-local `op` reads `operand` row by row (row t for token t)
+/// rather than whole.
+bool readsRows(Operation *op, OpOperand &operand);
+
+/// The token-local regions of `fn`, in block order of their first op, each
+/// in block order; regions of one op included.
+SmallVector<SmallVector<Operation *>>
+tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &analysis);
+
+/// Per sublayer boundary of the forward function `loss` and in total for
+/// `train_step`: bytes per token the residual part reads and writes when
+/// every op is its own kernel, when each region is one fused kernel, and
+/// the minimum (the state read once and written once, plus the sublayer's
+/// output read and its next input written). `module` is at the train-step
+/// stage (before fusion).
+std::string residualTrafficReport(ModuleOp module);
+
+} // namespace mlir::drc
+
+#endif // DRC_PASSES_TOKENLOCALREGIONS_H

@@ -1,0 +1,149 @@
+//===- TrafficReport.cpp - Residual memory traffic, unfused and fused ----===//
+//
+// Counts, per token, the bytes each token-local region moves to and from
+// memory: unfused, every op is a kernel reading its per-token operands and
+// writing its results; fused, the region reads each per-token input once and
+// writes each value used after it once. Shared operands (parameters) are
+// read once per tile, not per token, and are left out, as ARCHITECTURES.md
+// §2's counts leave them out; so are views, which lower to reshapes.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/TokenLocalRegions.h"
+
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace mlir::drc;
+
+namespace {
+
+struct Traffic {
+  int64_t read = 0, written = 0;
+  Traffic &operator+=(const Traffic &t) {
+    read += t.read;
+    written += t.written;
+    return *this;
+  }
+};
+
+struct RegionTraffic {
+  int64_t ops = 0;
+  Traffic unfused, fused, minimum;
+};
+
+int64_t bytesPerToken(Value v, int64_t tokens) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() / tokens *
+         type.getElementType().getIntOrFloatBitWidth() / 8;
+}
+
+/// A value a sublayer makes or takes (f, u), as opposed to one the residual
+/// part carries from region to region (the state, the embedding).
+bool isSublayerOp(Operation *op) {
+  return op && !isa<EmbedOp, func::ReturnOp>(op);
+}
+
+/// `regionOf` holds every token-local op of the function.
+RegionTraffic measure(ArrayRef<Operation *> ops, const TokenAnalysis &a,
+                      const DenseMap<Operation *, size_t> &regionOf) {
+  llvm::SmallPtrSet<Operation *, 16> inRegion(ops.begin(), ops.end());
+  RegionTraffic t;
+  t.ops = ops.size();
+  llvm::SmallDenseSet<Value> inputs;
+  int64_t carriedIn = 0, sublayerIn = 0, carriedOut = 0, sublayerOut = 0;
+  for (Operation *op : ops) {
+    bool moves = !isa<ViewOp>(op);
+    for (Value v : op->getOperands()) {
+      if (a.of(v) != Rows::PerToken)
+        continue;
+      int64_t bytes = bytesPerToken(v, a.tokens);
+      t.unfused.read += moves ? bytes : 0;
+      Operation *def = v.getDefiningOp();
+      if ((def && inRegion.contains(def)) || !inputs.insert(v).second)
+        continue;
+      t.fused.read += bytes;
+      if (isSublayerOp(def) && !regionOf.count(def))
+        sublayerIn += bytes;
+      else
+        carriedIn = std::max(carriedIn, bytes);
+    }
+    for (Value v : op->getResults()) {
+      int64_t bytes = bytesPerToken(v, a.tokens);
+      t.unfused.written += moves ? bytes : 0;
+      bool toSublayer = false, used = false;
+      for (Operation *user : v.getUsers()) {
+        if (inRegion.contains(user))
+          continue;
+        used = true;
+        toSublayer |= isSublayerOp(user) && !regionOf.count(user);
+      }
+      if (!used)
+        continue;
+      t.fused.written += bytes;
+      if (toSublayer)
+        sublayerOut += bytes;
+      else
+        carriedOut = std::max(carriedOut, bytes);
+    }
+  }
+  t.minimum = {carriedIn + sublayerIn, carriedOut + sublayerOut};
+  return t;
+}
+
+} // namespace
+
+std::string mlir::drc::residualTrafficReport(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto row = [&](StringRef label, int64_t ops, const Traffic &unfused,
+                 const Traffic &fused, const Traffic *minimum) {
+    os << llvm::format("%-12s %5lld %9lld %9lld %9lld %9lld", label.data(),
+                       static_cast<long long>(ops),
+                       static_cast<long long>(unfused.read),
+                       static_cast<long long>(unfused.written),
+                       static_cast<long long>(fused.read),
+                       static_cast<long long>(fused.written));
+    if (minimum)
+      os << llvm::format(" %9lld %9lld", static_cast<long long>(minimum->read),
+                         static_cast<long long>(minimum->written));
+    os << "\n";
+  };
+  for (StringRef name : {"loss", "train_step"}) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn)
+      continue;
+    TokenAnalysis a = analyseTokens(fn);
+    SmallVector<SmallVector<Operation *>> regions = tokenLocalRegions(fn, a);
+    DenseMap<Operation *, size_t> regionOf;
+    for (auto [index, ops] : llvm::enumerate(regions))
+      for (Operation *op : ops)
+        regionOf[op] = index;
+    bool forward = name == "loss";
+    os << (forward ? "residual traffic per boundary between sublayers, "
+                     "forward (loss), bytes per token:\n"
+                   : "forward and backward (train_step), bytes per token:\n");
+    os << llvm::format("%-12s %5s %9s %9s %9s %9s", "region", "ops",
+                       "unfused R", "unfused W", "fused R", "fused W");
+    if (forward)
+      os << llvm::format(" %9s %9s", "min R", "min W");
+    os << "\n";
+    RegionTraffic total;
+    for (auto [index, ops] : llvm::enumerate(regions)) {
+      RegionTraffic t = measure(ops, a, regionOf);
+      total.ops += t.ops;
+      total.unfused += t.unfused;
+      total.fused += t.fused;
+      total.minimum += t.minimum;
+      if (forward)
+        row(("boundary " + std::to_string(index)), t.ops, t.unfused, t.fused,
+            &t.minimum);
+    }
+    row("total", total.ops, total.unfused, total.fused,
+        forward ? &total.minimum : nullptr);
+  }
+  os << "unfused: every op a kernel; fused: one kernel per region "
+        "(drc-fuse-token-local); min: the state read and written once, plus "
+        "the sublayer output read and its next input written. Parameters "
+        "are not counted.\n";
+  return text;
+}
