@@ -10,6 +10,11 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
 namespace mlir::drc {
 #define GEN_PASS_DEF_FUSETOKENLOCAL
 #include "passes/Passes.h.inc"
@@ -150,6 +155,145 @@ void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
     op->erase();
 }
 
+/// The ops of the backward pass: those that depend on the loss's adjoint
+/// (the results of cross_entropy_grad).
+llvm::DenseSet<Operation *> backwardOps(Block &block) {
+  llvm::DenseSet<Operation *> backward;
+  for (Operation &op : block) {
+    bool isBackward = isa<CrossEntropyGradOp>(op) ||
+                      llvm::any_of(op.getOperands(), [&](Value v) {
+                        Operation *def = v.getDefiningOp();
+                        return def && backward.contains(def);
+                      });
+    if (isBackward)
+      backward.insert(&op);
+  }
+  return backward;
+}
+
+/// Rematerialisation: a backward region that reads a value a forward region
+/// computed (an activation saved for the backward pass) recomputes it from
+/// that region's own inputs instead. Token-local work costs a few flops per
+/// element moved, so reading the forward region's inputs again (which the
+/// backward region mostly reads anyway: the state) beats writing and
+/// reading every intermediate; the forward region then writes only what
+/// the forward pass itself needs. The clones compute the same values in the
+/// same order, bit for bit.
+void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
+  Block &block = fn.getBody().front();
+  llvm::DenseSet<Operation *> backward = backwardOps(block);
+  DenseMap<Operation *, size_t> regionOf;
+  for (auto [index, ops] : llvm::enumerate(tokenLocalRegions(fn, a)))
+    for (Operation *op : ops)
+      regionOf[op] = index;
+  // What each backward region reads from outside itself: recomputing from
+  // values it reads anyway costs no traffic.
+  DenseMap<size_t, llvm::DenseSet<Value>> reads;
+  for (auto [op, region] : regionOf)
+    if (backward.contains(op))
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            a.of(v) == Rows::PerToken &&
+            (!def || regionOf.lookup(def) != region || !regionOf.count(def)))
+          reads[region].insert(v);
+  auto bytes = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return type.getNumElements() / a.tokens *
+           type.getElementType().getIntOrFloatBitWidth() / 8;
+  };
+  auto inForward = [&](Value v) -> std::optional<size_t> {
+    Operation *def = v.getDefiningOp();
+    auto it = regionOf.find(def);
+    if (!def || it == regionOf.end() || backward.contains(def))
+      return std::nullopt;
+    return it->second;
+  };
+  /// The per-token inputs of `v`'s forward region that recomputing `v` reads.
+  std::function<void(Value, size_t, llvm::SetVector<Value> &)> leaves =
+      [&](Value v, size_t home, llvm::SetVector<Value> &out) {
+        std::optional<size_t> at = inForward(v);
+        if (!at || *at != home) {
+          if (a.of(v) == Rows::PerToken)
+            out.insert(v);
+          return;
+        }
+        for (Value operand : v.getDefiningOp()->getOperands())
+          leaves(operand, home, out);
+      };
+  OpBuilder builder(fn.getContext());
+  // Clones per (value, backward region), made before that region's first
+  // reader.
+  DenseMap<std::pair<Value, size_t>, Value> clones;
+  std::function<Value(Value, size_t, Operation *)> recompute =
+      [&](Value v, size_t region, Operation *before) -> Value {
+    std::optional<size_t> home = inForward(v);
+    if (!home)
+      return v;
+    if (Value known = clones.lookup({v, region}))
+      return known;
+    Operation *def = v.getDefiningOp();
+    IRMapping map;
+    for (Value operand : def->getOperands())
+      if (std::optional<size_t> at = inForward(operand); at && *at == *home)
+        map.map(operand, recompute(operand, region, before));
+    builder.setInsertionPoint(before);
+    Operation *copy = builder.clone(*def, map);
+    copy->setAttr(kRecomputedAttr, builder.getUnitAttr());
+    for (auto [result, copied] :
+         llvm::zip(def->getResults(), copy->getResults()))
+      clones[{result, region}] = copied;
+    return clones.lookup({v, region});
+  };
+  // Per (backward region, forward region): recompute everything the one
+  // reads of the other when the inputs that adds to its reads are no bigger
+  // than the traffic of the saved values: read by the backward region, and
+  // written by the forward one unless the forward pass reads them too.
+  struct Pair {
+    llvm::SetVector<Value> saved, needed;
+  };
+  std::map<std::pair<size_t, size_t>, Pair> pairs;
+  for (Operation &op : block) {
+    auto at = regionOf.find(&op);
+    if (at == regionOf.end() || !backward.contains(&op))
+      continue;
+    for (Value v : op.getOperands())
+      if (std::optional<size_t> home = inForward(v)) {
+        Pair &pair = pairs[{at->second, *home}];
+        pair.saved.insert(v);
+        leaves(v, *home, pair.needed);
+      }
+  }
+  std::set<std::pair<size_t, size_t>> approved;
+  for (auto &[key, pair] : pairs) {
+    int64_t saved = 0, added = 0;
+    for (Value v : pair.saved) {
+      // Read no more; and written no more when only the backward reads it.
+      bool onlyBackward = llvm::all_of(v.getUsers(), [&](Operation *user) {
+        return backward.contains(user) || regionOf.lookup(user) == key.second;
+      });
+      saved += bytes(v) * (onlyBackward ? 2 : 1);
+    }
+    for (Value leaf : pair.needed)
+      added += reads[key.first].contains(leaf) ? 0 : bytes(leaf);
+    if (added <= saved)
+      approved.insert(key);
+  }
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto at = regionOf.find(&op);
+    if (at == regionOf.end() || !backward.contains(&op) ||
+        op.hasAttr(kRecomputedAttr))
+      continue;
+    for (OpOperand &operand : op.getOpOperands())
+      if (std::optional<size_t> home = inForward(operand.get());
+          home && approved.count({at->second, *home}))
+        operand.set(recompute(operand.get(), at->second, &op));
+  }
+  // Forward values now read by nobody.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (regionOf.count(&op) && op.use_empty() && isPure(&op))
+      op.erase();
+}
+
 struct FuseTokenLocalPass
     : mlir::drc::impl::FuseTokenLocalBase<FuseTokenLocalPass> {
   using FuseTokenLocalBase::FuseTokenLocalBase;
@@ -171,6 +315,10 @@ struct FuseTokenLocalPass
              << "drc-fuse-token-local: tile-tokens=" << tileTokens.getValue()
              << " does not divide the " << a.tokens
              << " tokens of this function";
+    if (recompute) {
+      recomputeSavedValues(fn, a);
+      a = analyseTokens(fn);
+    }
     OpBuilder builder(fn.getContext());
     for (SmallVector<Operation *> &ops : tokenLocalRegions(fn, a)) {
       if (ops.size() < 2)

@@ -58,9 +58,15 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     ops connected by def-use chains with no boundary op between them become
     one drc.fused region, forward and backward alike: it reads its inputs
     once and writes its results once per tile of tokens. Regions of one op
-    are left as they are.
+    are left as they are. Before grouping, a backward op that reads a value
+    computed by a forward region gets a recomputed copy instead (option
+    `recompute`): the backward region then reads the forward region's inputs
+    and the forward region stops writing its intermediates.
   }];
   let options = [
+    Option<"recompute", "recompute", "bool", "true",
+           "Recompute forward values a backward region reads from the "
+           "forward region's inputs instead of saving them">,
     Option<"tileTokens", "tile-tokens", "int64_t", "0",
            "Tokens per tile (0: the most, up to 64, whose largest per-tile "
            "value fits in 64 KiB)">,

@@ -25,8 +25,11 @@ void mlir::drc::buildTrainStepPipeline(OpPassManager &pm,
 
 void mlir::drc::buildLowerToLinalgPipeline(
     OpPassManager &pm, const TrainPipelineOptions &options) {
-  if (options.fuseTokenLocal)
-    pm.addPass(createFuseTokenLocal({options.fuseTileTokens}));
+  if (options.fuseTokenLocal) {
+    FuseTokenLocalOptions fuse;
+    fuse.tileTokens = options.fuseTileTokens;
+    pm.addPass(createFuseTokenLocal(fuse));
+  }
   pm.addPass(createLowerToLinalg());
   pm.addPass(createBindBuffers());
   // No CSE here: merging the zero-filled accumulators of two reductions

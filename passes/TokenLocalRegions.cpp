@@ -5,6 +5,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::drc;
 
@@ -56,7 +58,8 @@ bool keepsTokenRows(Operation *op, const TokenAnalysis &a, bool narrowOnly) {
 /// Sublayer ops whose results are per-token rows (boundaries all the same).
 bool isRowwiseSublayer(Operation *op) {
   return isa<RopeOp, CausalAttentionOp, CausalAttentionGradOp, SiluMulOp,
-             SiluMulGradOp, EmbedOp, CrossEntropyGradOp, LookaheadOp>(op);
+             SiluMulGradOp, EmbedOp, CrossEntropyGradOp, LookaheadOp,
+             FusedOp>(op);
 }
 
 } // namespace
@@ -141,22 +144,38 @@ mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
   if (!fn.getBody().hasOneBlock() || a.tokens == 0)
     return {};
   Block &block = fn.getBody().front();
+  // Barrier depths, as soon as possible.
   DenseMap<Operation *, int64_t> depth;
   DenseMap<Value, int64_t> valueDepth;
-  llvm::EquivalenceClasses<Operation *> regions;
-  DenseMap<std::pair<Value, int64_t>, Operation *> readers;
-  SmallVector<Operation *> local;
+  DenseMap<Operation *, bool> local;
   for (Operation &op : block) {
     int64_t in = 0;
     for (Value v : op.getOperands())
       in = std::max(in, valueDepth.lookup(v));
-    bool isLocal = isTokenLocal(op, a);
+    local[&op] = isTokenLocal(op, a);
     depth[&op] = in;
     for (Value r : op.getResults())
-      valueDepth[r] = a.of(r) == Rows::Shared ? 0 : in + (isLocal ? 0 : 1);
-    if (!isLocal)
+      valueDepth[r] = a.of(r) == Rows::Shared ? 0 : in + (local[&op] ? 0 : 1);
+  }
+  // Recomputed ops (drc-fuse-token-local's rematerialisation) go as late as
+  // their users allow, into the region that needs them.
+  for (Operation &op : llvm::reverse(block)) {
+    if (!local[&op] || !op.hasAttr(kRecomputedAttr))
       continue;
-    local.push_back(&op);
+    int64_t late = std::numeric_limits<int64_t>::max();
+    for (Operation *user : op.getUsers())
+      late = std::min(late, depth[user]);
+    if (late != std::numeric_limits<int64_t>::max())
+      depth[&op] = std::max(depth[&op], late);
+  }
+  llvm::EquivalenceClasses<Operation *> regions;
+  DenseMap<std::pair<Value, int64_t>, Operation *> readers;
+  SmallVector<Operation *> members;
+  for (Operation &op : block) {
+    if (!local[&op])
+      continue;
+    int64_t in = depth[&op];
+    members.push_back(&op);
     regions.insert(&op);
     for (Value v : op.getOperands()) {
       if (Operation *def = v.getDefiningOp();
@@ -173,7 +192,7 @@ mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
   }
   // Regions in the block order of their first op; ops in block order.
   llvm::MapVector<Operation *, SmallVector<Operation *>> byLeader;
-  for (Operation *op : local)
+  for (Operation *op : members)
     byLeader[regions.getLeaderValue(op)].push_back(op);
   SmallVector<SmallVector<Operation *>> out;
   for (auto &entry : byLeader)

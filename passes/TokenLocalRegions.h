@@ -26,6 +26,10 @@ namespace mlir::drc {
 
 enum class Rows { Shared, PerToken, Other };
 
+/// Marks an op drc-fuse-token-local cloned into the backward pass to
+/// recompute a forward value: grouped as late as its users allow.
+inline constexpr llvm::StringLiteral kRecomputedAttr = "drc.recomputed";
+
 /// The class of every value of a function body, and its token count.
 struct TokenAnalysis {
   int64_t tokens = 0; ///< 0 when the function takes no tokens
@@ -58,8 +62,9 @@ tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &analysis);
 /// every op is its own kernel, when each region is one fused kernel, and
 /// the minimum (the state read once and written once, plus the sublayer's
 /// output read and its next input written). `module` is at the train-step
-/// stage (before fusion).
-std::string residualTrafficReport(ModuleOp module);
+/// stage; `fusedModule` is the same after drc-fuse-token-local, whose
+/// totals are measured on it.
+std::string residualTrafficReport(ModuleOp module, ModuleOp fusedModule);
 
 } // namespace mlir::drc
 

@@ -124,7 +124,8 @@ int compileMain(int argc, char **argv) {
     text = printParams(*module);
   } else if (cl.flag("report")) {
     auto module = compiler.lower(spec, mlir::drc::CompileStage::TrainStep);
-    text = mlir::drc::residualTrafficReport(*module);
+    auto fused = compiler.lower(spec, mlir::drc::CompileStage::Fused);
+    text = mlir::drc::residualTrafficReport(*module, *fused);
   } else {
     auto module = compiler.lower(spec, *stage, !cl.flag("no-fuse"));
     if (*stage == mlir::drc::CompileStage::LLVM) {
