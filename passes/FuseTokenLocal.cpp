@@ -177,8 +177,8 @@ llvm::DenseSet<Operation *> backwardOps(Block &block) {
 /// element moved, so reading the forward region's inputs again (which the
 /// backward region mostly reads anyway: the state) beats writing and
 /// reading every intermediate; the forward region then writes only what
-/// the forward pass itself needs. The clones compute the same values in the
-/// same order, bit for bit.
+/// the forward pass itself needs. The clones repeat the same ops on the
+/// same inputs.
 void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
   Block &block = fn.getBody().front();
   llvm::DenseSet<Operation *> backward = backwardOps(block);
