@@ -671,6 +671,14 @@ def Drc_FusedOp : Drc_Op<"fused", [IsolatedFromAbove, SingleBlock,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// `type` (a tensor of rank >= 1) with `rows` leading rows: the tile
+    /// type of a per-token value, or its whole.
+    static ::mlir::Type withRows(::mlir::Type type, int64_t rows) {
+      auto tensor = ::llvm::cast<::mlir::RankedTensorType>(type);
+      ::llvm::SmallVector<int64_t> shape(tensor.getShape());
+      shape[0] = rows;
+      return tensor.clone(shape);
+    }
     /// Whether `input` is read one tile at a time.
     bool isTiled(unsigned input) {
       return getBody().getArgument(input).getType() !=

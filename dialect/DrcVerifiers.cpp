@@ -505,15 +505,12 @@ LogicalResult NormalizeOp::verify() {
   return verifyAxis(*this, getInput(), getAxis());
 }
 
-/// `type` with its leading dimension set to `rows`, or null if `type` is not
-/// a ranked tensor with a leading dimension.
+/// `type` with `rows` leading rows, or null if it has no leading dimension.
 static Type withLeadingRows(Type type, int64_t rows) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || tensor.getRank() == 0)
     return {};
-  SmallVector<int64_t> shape(tensor.getShape());
-  shape[0] = rows;
-  return tensor.clone(shape);
+  return FusedOp::withRows(tensor, rows);
 }
 
 LogicalResult FusedOp::verify() {

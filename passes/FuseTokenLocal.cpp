@@ -33,19 +33,6 @@ constexpr int64_t kMaxTileTokens = 64;
 /// little work to share across threads.
 constexpr int64_t kOneTileBytes = 256 * 1024;
 
-RankedTensorType tileType(Type type, int64_t tile) {
-  auto tensor = cast<RankedTensorType>(type);
-  SmallVector<int64_t> shape(tensor.getShape());
-  shape[0] = tile;
-  return tensor.clone(shape);
-}
-
-int64_t bytesPerToken(Type type, int64_t tokens) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() / tokens *
-         tensor.getElementType().getIntOrFloatBitWidth() / 8;
-}
-
 /// All tokens for a small region; otherwise the most tokens per tile, a
 /// power of two dividing `tokens` and at most kMaxTileTokens, whose largest
 /// per-tile value fits kTileBytes, leaving at least two tiles.
@@ -54,7 +41,7 @@ int64_t pickTile(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
   for (Operation *op : ops)
     for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
       if (a.of(v) == Rows::PerToken)
-        widest = std::max(widest, bytesPerToken(v.getType(), a.tokens));
+        widest = std::max(widest, a.bytesPerToken(v));
   if (a.tokens * widest <= kOneTileBytes)
     return a.tokens;
   int64_t tile = 1;
@@ -104,7 +91,7 @@ void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
   DenseMap<std::pair<Value, unsigned>, Value> arguments;
   for (auto [v, rows] : inputs)
     arguments[{v, rows}] = body->addArgument(
-        rows ? Type(tileType(v.getType(), tile)) : v.getType(), v.getLoc());
+        rows ? FusedOp::withRows(v.getType(), tile) : v.getType(), v.getLoc());
   IRMapping map;
   for (Operation *c : constants)
     builder.clone(*c, map);
@@ -117,7 +104,7 @@ void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
           it != arguments.end())
         operand.set(it->second);
     for (Value result : copy->getResults())
-      result.setType(tileType(result.getType(), tile));
+      result.setType(FusedOp::withRows(result.getType(), tile));
   }
   SmallVector<Value> yielded;
   for (Value v : outputs)
@@ -182,25 +169,18 @@ llvm::DenseSet<Operation *> backwardOps(Block &block) {
 void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
   Block &block = fn.getBody().front();
   llvm::DenseSet<Operation *> backward = backwardOps(block);
-  DenseMap<Operation *, size_t> regionOf;
-  for (auto [index, ops] : llvm::enumerate(tokenLocalRegions(fn, a)))
-    for (Operation *op : ops)
-      regionOf[op] = index;
+  DenseMap<Operation *, size_t> regionOf =
+      regionIndex(tokenLocalRegions(fn, a));
   // What each backward region reads from outside itself: recomputing from
   // values it reads anyway costs no traffic.
   DenseMap<size_t, llvm::DenseSet<Value>> reads;
   for (auto [op, region] : regionOf)
     if (backward.contains(op))
       for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp();
+        if (auto at = regionOf.find(v.getDefiningOp());
             a.of(v) == Rows::PerToken &&
-            (!def || regionOf.lookup(def) != region || !regionOf.count(def)))
+            (at == regionOf.end() || at->second != region))
           reads[region].insert(v);
-  auto bytes = [&](Value v) {
-    auto type = cast<RankedTensorType>(v.getType());
-    return type.getNumElements() / a.tokens *
-           type.getElementType().getIntOrFloatBitWidth() / 8;
-  };
   auto inForward = [&](Value v) -> std::optional<size_t> {
     Operation *def = v.getDefiningOp();
     auto it = regionOf.find(def);
@@ -271,10 +251,10 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
       bool onlyBackward = llvm::all_of(v.getUsers(), [&](Operation *user) {
         return backward.contains(user) || regionOf.lookup(user) == key.second;
       });
-      saved += bytes(v) * (onlyBackward ? 2 : 1);
+      saved += a.bytesPerToken(v) * (onlyBackward ? 2 : 1);
     }
     for (Value leaf : pair.needed)
-      added += reads[key.first].contains(leaf) ? 0 : bytes(leaf);
+      added += reads[key.first].contains(leaf) ? 0 : a.bytesPerToken(leaf);
     if (added <= saved)
       approved.insert(key);
   }

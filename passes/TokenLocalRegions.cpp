@@ -58,8 +58,8 @@ bool keepsTokenRows(Operation *op, const TokenAnalysis &a, bool narrowOnly) {
 /// Sublayer ops whose results are per-token rows (boundaries all the same).
 bool isRowwiseSublayer(Operation *op) {
   return isa<RopeOp, CausalAttentionOp, CausalAttentionGradOp, SiluMulOp,
-             SiluMulGradOp, EmbedOp, CrossEntropyGradOp, LookaheadOp,
-             FusedOp>(op);
+             SiluMulGradOp, EmbedOp, CrossEntropyGradOp, LookaheadOp, FusedOp>(
+      op);
 }
 
 } // namespace
@@ -198,4 +198,13 @@ mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
   for (auto &entry : byLeader)
     out.push_back(std::move(entry.second));
   return out;
+}
+
+DenseMap<Operation *, size_t>
+mlir::drc::regionIndex(ArrayRef<SmallVector<Operation *>> regions) {
+  DenseMap<Operation *, size_t> index;
+  for (auto [i, ops] : llvm::enumerate(regions))
+    for (Operation *op : ops)
+      index[op] = i;
+  return index;
 }

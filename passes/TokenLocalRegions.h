@@ -43,6 +43,12 @@ struct TokenAnalysis {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && type.getRank() > 0 && type.getDimSize(0) == tokens;
   }
+  /// The bytes of one token's rows of the per-token value `v`.
+  int64_t bytesPerToken(Value v) const {
+    auto type = cast<RankedTensorType>(v.getType());
+    return type.getNumElements() / tokens *
+           type.getElementType().getIntOrFloatBitWidth() / 8;
+  }
 };
 
 /// Classifies the values of `fn`'s (single-block) body.
@@ -56,6 +62,10 @@ bool readsRows(Operation *op, OpOperand &operand);
 /// in block order; regions of one op included.
 SmallVector<SmallVector<Operation *>>
 tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &analysis);
+
+/// The index of each op's region in `regions`.
+DenseMap<Operation *, size_t>
+regionIndex(ArrayRef<SmallVector<Operation *>> regions);
 
 /// Per sublayer boundary of the forward function `loss` and in total for
 /// `train_step`: bytes per token the residual part reads and writes when

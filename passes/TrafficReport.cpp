@@ -31,12 +31,6 @@ struct RegionTraffic {
   Traffic unfused, fused, minimum;
 };
 
-int64_t bytesPerToken(Value v, int64_t tokens) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getNumElements() / tokens *
-         type.getElementType().getIntOrFloatBitWidth() / 8;
-}
-
 /// A value a sublayer makes or takes (f, u), as opposed to one the residual
 /// part carries from region to region (the state, the embedding).
 bool isSublayerOp(Operation *op) {
@@ -56,7 +50,7 @@ RegionTraffic measure(ArrayRef<Operation *> ops, const TokenAnalysis &a,
     for (Value v : op->getOperands()) {
       if (a.of(v) != Rows::PerToken)
         continue;
-      int64_t bytes = bytesPerToken(v, a.tokens);
+      int64_t bytes = a.bytesPerToken(v);
       t.unfused.read += moves ? bytes : 0;
       Operation *def = v.getDefiningOp();
       if ((def && inRegion.contains(def)) || !inputs.insert(v).second)
@@ -68,7 +62,7 @@ RegionTraffic measure(ArrayRef<Operation *> ops, const TokenAnalysis &a,
         carriedIn = std::max(carriedIn, bytes);
     }
     for (Value v : op->getResults()) {
-      int64_t bytes = bytesPerToken(v, a.tokens);
+      int64_t bytes = a.bytesPerToken(v);
       t.unfused.written += moves ? bytes : 0;
       bool toSublayer = false, used = false;
       for (Operation *user : v.getUsers()) {
@@ -97,18 +91,15 @@ Traffic fusedProgram(func::FuncOp fn) {
   TokenAnalysis a = analyseTokens(fn);
   Traffic t;
   SmallVector<SmallVector<Operation *>> regions = tokenLocalRegions(fn, a);
-  DenseMap<Operation *, size_t> regionOf;
-  for (auto [index, ops] : llvm::enumerate(regions))
-    for (Operation *op : ops)
-      regionOf[op] = index;
+  DenseMap<Operation *, size_t> regionOf = regionIndex(regions);
   for (ArrayRef<Operation *> ops : regions)
     t += measure(ops, a, regionOf).unfused;
   fn.walk([&](FusedOp fused) {
     for (Value input : fused.getInputs())
       if (a.of(input) == Rows::PerToken)
-        t.read += bytesPerToken(input, a.tokens);
+        t.read += a.bytesPerToken(input);
     for (Value result : fused.getResults())
-      t.written += bytesPerToken(result, a.tokens);
+      t.written += a.bytesPerToken(result);
   });
   return t;
 }
@@ -138,10 +129,7 @@ std::string mlir::drc::residualTrafficReport(ModuleOp module,
       continue;
     TokenAnalysis a = analyseTokens(fn);
     SmallVector<SmallVector<Operation *>> regions = tokenLocalRegions(fn, a);
-    DenseMap<Operation *, size_t> regionOf;
-    for (auto [index, ops] : llvm::enumerate(regions))
-      for (Operation *op : ops)
-        regionOf[op] = index;
+    DenseMap<Operation *, size_t> regionOf = regionIndex(regions);
     bool forward = name == "loss";
     os << (forward ? "residual traffic per boundary between sublayers, "
                      "forward (loss), bytes per token:\n"

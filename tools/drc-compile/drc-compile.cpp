@@ -123,8 +123,13 @@ int compileMain(int argc, char **argv) {
     auto module = compiler.lower(spec, mlir::drc::CompileStage::Drc);
     text = printParams(*module);
   } else if (cl.flag("report")) {
+    // The train step once; the fused program is a copy of it, fused.
     auto module = compiler.lower(spec, mlir::drc::CompileStage::TrainStep);
-    auto fused = compiler.lower(spec, mlir::drc::CompileStage::Fused);
+    mlir::OwningOpRef<mlir::ModuleOp> fused = module->clone();
+    mlir::PassManager pm(&compiler.context());
+    pm.addPass(mlir::drc::createFuseTokenLocal());
+    if (mlir::failed(pm.run(*fused)))
+      throw drc::Error("fusing the train step of " + spec.path + " failed");
     text = mlir::drc::residualTrafficReport(*module, *fused);
   } else {
     auto module = compiler.lower(spec, *stage, !cl.flag("no-fuse"));
