@@ -188,9 +188,15 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
       return std::nullopt;
     return it->second;
   };
-  /// The per-token inputs of `v`'s forward region that recomputing `v` reads.
-  std::function<void(Value, size_t, llvm::SetVector<Value> &)> leaves =
-      [&](Value v, size_t home, llvm::SetVector<Value> &out) {
+  /// The per-token inputs of `v`'s forward region that recomputing `v`
+  /// reads, added to `out`; `visited` keeps a shared subexpression from
+  /// being walked once per path to it.
+  std::function<void(Value, size_t, llvm::SetVector<Value> &,
+                     llvm::DenseSet<Value> &)>
+      leaves = [&](Value v, size_t home, llvm::SetVector<Value> &out,
+                   llvm::DenseSet<Value> &visited) {
+        if (!visited.insert(v).second)
+          return;
         std::optional<size_t> at = inForward(v);
         if (!at || *at != home) {
           if (a.of(v) == Rows::PerToken)
@@ -198,7 +204,7 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
           return;
         }
         for (Value operand : v.getDefiningOp()->getOperands())
-          leaves(operand, home, out);
+          leaves(operand, home, out, visited);
       };
   OpBuilder builder(fn.getContext());
   // Clones per (value, backward region), made before that region's first
@@ -230,6 +236,7 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
   // written by the forward one unless the forward pass reads them too.
   struct Pair {
     llvm::SetVector<Value> saved, needed;
+    llvm::DenseSet<Value> visited;
   };
   std::map<std::pair<size_t, size_t>, Pair> pairs;
   for (Operation &op : block) {
@@ -240,7 +247,7 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
       if (std::optional<size_t> home = inForward(v)) {
         Pair &pair = pairs[{at->second, *home}];
         pair.saved.insert(v);
-        leaves(v, *home, pair.needed);
+        leaves(v, *home, pair.needed, pair.visited);
       }
   }
   std::set<std::pair<size_t, size_t>> approved;
