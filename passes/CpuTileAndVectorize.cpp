@@ -198,6 +198,120 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   return success();
 }
 
+/// A sum over a long axis into a small result (a parameter gradient summed
+/// over tokens, e.g. Σ_t g_t x_tᵀ for a [1, d] weight, or a norm gain's
+/// Σ_t) runs as one serial loop with the summed axis innermost, striding
+/// through memory. Rewrites `op` into S partial sums, each over a contiguous
+/// 1/S of the axis, with the summed axis outside the result's axes (the
+/// inner loop walks rows contiguously), then adds the S partials to the
+/// initial value in order. S is fixed, not the thread count, so the result
+/// is the same on any number of threads; scheduleGeneric threads the S
+/// partial sums. Returns the partial-sum op, or `op` when it does not apply.
+linalg::GenericOp splitLongReduction(RewriterBase &rewriter,
+                                     linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || ShapedType::isDynamicShape(ranges) ||
+      !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1)
+    return op;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  unsigned r = reductions.front();
+  int64_t k = ranges[r], results = 1;
+  for (auto [i, extent] : llvm::enumerate(ranges))
+    if (i != r)
+      results *= extent;
+  int64_t parts = dividing(k, {16, 8, 4, 2});
+  if (k < 1024 || k < results || !parts)
+    return op;
+  // The body must be out + x (x not depending on out), and not read loop
+  // indices (the summed axis's index changes meaning).
+  Block &body = *op.getBlock();
+  if (!body.getOps<linalg::IndexOp>().empty())
+    return op;
+  Value out = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues().front().getDefiningOp<arith::AddFOp>();
+  if (!add || out.getNumUses() != 1 ||
+      (add.getLhs() != out && add.getRhs() != out))
+    return op;
+
+  MLIRContext *ctx = rewriter.getContext();
+  Location loc = op.getLoc();
+  unsigned rank = ranges.size();
+  // New loops: part, the summed axis within the part, then the others.
+  SmallVector<AffineExpr> oldToNew(rank);
+  AffineExpr part = getAffineDimExpr(0, ctx), within = getAffineDimExpr(1, ctx);
+  for (unsigned i = 0, next = 2; i < rank; ++i)
+    oldToNew[i] =
+        i == r ? part * (k / parts) + within : getAffineDimExpr(next++, ctx);
+  auto remap = [&](AffineMap map, bool withPart) {
+    SmallVector<AffineExpr> exprs;
+    if (withPart)
+      exprs.push_back(part);
+    for (AffineExpr e : map.getResults())
+      exprs.push_back(e.replaceDims(oldToNew));
+    return AffineMap::get(rank + 1, 0, exprs, ctx);
+  };
+  // Linalg infers loop extents from operand shapes, and `within` only
+  // occurs inside `part * (k / parts) + within`: a [parts, k / parts] i1
+  // operand that the body ignores, read at (part, within), supplies both.
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs = op.getDpsInputs();
+  inputs.push_back(tensor::EmptyOp::create(rewriter, loc,
+                                           ArrayRef<int64_t>{parts, k / parts},
+                                           rewriter.getI1Type()));
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands())
+    maps.push_back(remap(op.getMatchingIndexingMap(input), false));
+  maps.push_back(AffineMap::get(rank + 1, 0, {part, within}, ctx));
+  maps.push_back(remap(op.getMatchingIndexingMap(op.getDpsInitOperand(0)),
+                       /*withPart=*/true));
+  SmallVector<utils::IteratorType> iterators(rank + 1,
+                                             utils::IteratorType::parallel);
+  iterators[1] = utils::IteratorType::reduction;
+
+  Value init = op.getDpsInitOperand(0)->get();
+  auto initType = cast<RankedTensorType>(init.getType());
+  SmallVector<int64_t> partialShape{parts};
+  llvm::append_range(partialShape, initType.getShape());
+  Type element = initType.getElementType();
+  Value empty = tensor::EmptyOp::create(rewriter, loc, partialShape, element);
+  Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                         rewriter.getZeroAttr(element));
+  Value partialInit =
+      linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  auto partials =
+      linalg::GenericOp::create(rewriter, loc, partialInit.getType(), inputs,
+                                ValueRange{partialInit}, maps, iterators);
+  rewriter.cloneRegionBefore(op.getRegion(), partials.getRegion(),
+                             partials.getRegion().begin());
+  partials.getBlock()->insertArgument(op.getNumDpsInputs(),
+                                      rewriter.getI1Type(), loc);
+
+  // init + partial_0 + partial_1 + ...: the part axis outermost.
+  unsigned outRank = initType.getRank();
+  SmallVector<AffineExpr> resultDims;
+  for (unsigned i = 0; i < outRank; ++i)
+    resultDims.push_back(getAffineDimExpr(i + 1, ctx));
+  SmallVector<AffineExpr> partialDims{getAffineDimExpr(0, ctx)};
+  llvm::append_range(partialDims, resultDims);
+  SmallVector<utils::IteratorType> combineIterators(
+      outRank + 1, utils::IteratorType::parallel);
+  combineIterators[0] = utils::IteratorType::reduction;
+  auto combine = linalg::GenericOp::create(
+      rewriter, loc, initType, partials.getResult(0), init,
+      ArrayRef<AffineMap>{AffineMap::get(outRank + 1, 0, partialDims, ctx),
+                          AffineMap::get(outRank + 1, 0, resultDims, ctx)},
+      combineIterators, [](OpBuilder &b, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            b, loc,
+            arith::AddFOp::create(b, loc, args[1], args[0]).getResult());
+      });
+  rewriter.replaceOp(op, combine.getResults());
+  return partials;
+}
+
 /// Splits the outer parallel loop of an elementwise or row-reduction kernel
 /// into eight (or fewer) equal chunks across threads; each output element is
 /// still computed by one iteration, in the same order, on any thread count.
@@ -279,13 +393,24 @@ struct CpuTileAndVectorizePass
         op->emitError("drc-cpu-tile: could not tile and vectorise this matmul");
         return signalPassFailure();
       }
+    // Kernels outside fused regions, with the matmuls no register tile
+    // divides (e.g. a [1, d] weight's gradient) as generics.
     SmallVector<linalg::GenericOp> generics;
     for (auto fn : getOperation().getOps<func::FuncOp>())
-      for (Operation &op : fn.getBody().getOps())
-        if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      for (Operation &op : llvm::make_early_inc_range(fn.getBody().getOps())) {
+        if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
           generics.push_back(generic);
+        } else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)) {
+          rewriter.setInsertionPoint(&op);
+          auto generic =
+              linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op));
+          if (failed(generic))
+            return signalPassFailure();
+          generics.push_back(*generic);
+        }
+      }
     for (linalg::GenericOp op : generics)
-      if (failed(scheduleGeneric(rewriter, op))) {
+      if (failed(scheduleGeneric(rewriter, splitLongReduction(rewriter, op)))) {
         op->emitError(
             "drc-cpu-tile: could not split this kernel across threads");
         return signalPassFailure();
