@@ -1030,17 +1030,21 @@ SmallVector<Value> lowerCausalAttention(KernelBuilder &k,
                              toHeads(k, op.getK(), l, true)); // [G, T, T]
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
   SmallVector<IteratorType> red{kPar, kPar, kRed};
-  Value mx = k.generic1(scores, k.filled({l.blocks(), l.seqLen}, -INFINITY),
-                        {all, row}, red, [&](Scalar &s, ValueRange a) {
-                          Value keep = s.indexLE(s.index(2), s.index(1));
-                          Value v = s.mul(a[0], s.c(scale));
-                          k.yield(s, s.select(keep, s.max(a[1], v), a[1]));
-                        });
+  // Masked entries enter the max as -inf and the sum as 0, so each row is a
+  // plain reduction that LLVM vectorises (a select around the accumulator
+  // would keep it scalar).
+  Value mx =
+      k.generic1(scores, k.filled({l.blocks(), l.seqLen}, -INFINITY),
+                 {all, row}, red, [&](Scalar &s, ValueRange a) {
+                   Value keep = s.indexLE(s.index(2), s.index(1));
+                   Value v = s.mul(a[0], s.c(scale));
+                   k.yield(s, s.max(a[1], s.select(keep, v, s.c(-INFINITY))));
+                 });
   Value se = k.generic1({scores, mx}, k.filled({l.blocks(), l.seqLen}, 0.0),
                         {all, row, row}, red, [&](Scalar &s, ValueRange a) {
                           Value keep = s.indexLE(s.index(2), s.index(1));
                           Value e = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
-                          k.yield(s, s.select(keep, s.add(a[2], e), a[2]));
+                          k.yield(s, s.add(a[2], s.select(keep, e, s.c(0.0))));
                         });
   AffineMap id2 = k.map(2, {0, 1});
   Value lse = k.generic1(
