@@ -7,7 +7,10 @@
 // them. The generated code therefore allocates through these functions
 // (finalize-memref-to-llvm's generic allocation functions), which keep freed
 // blocks by size and hand them back on the next request: after the first step
-// every temporary is a page already mapped.
+// every temporary is a page already mapped. Free blocks are kept per
+// thread (a fused region's per-tile temporaries are allocated and freed on
+// one OpenMP thread, with no lock); a block freed on another thread than
+// its own goes to a shared, locked list.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_CODEGEN_SCRATCHPOOL_H
