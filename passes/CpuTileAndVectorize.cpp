@@ -130,17 +130,26 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   bool transposedB =
       maps[1] ==
       AffineMap::getMultiDimIdentityMap(3, op.getContext()).getSubMap({1, 2});
-  if (!batched) {
+  // Packing copies all of B once; it pays when each panel is then read by
+  // many row tiles. With few rows (a coefficient projection's weight
+  // gradient, m = n² + 2n summed over 2048 tokens) the copy costs more
+  // than the matmul: B is read in place and threads split the columns.
+  bool fewRows = m < 8 * rm;
+  if (!batched && !fewRows) {
     rewriter.setInsertionPoint(op);
     panels = packColumnPanels(rewriter, op.getLoc(), b, k, n, transposedB, rn);
   }
   Operation *current = op;
   int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
+  int64_t tn = n / 8 % rn == 0 ? n / 8 : rn;
   bool threads = !op->getParentOfType<scf::ForallOp>();
-  if (threads && (batched ? ranges[0] > 1 : m / tm > 1)) {
-    auto threads = tile(rewriter, current,
-                        batched ? sizes(1, 0, 0, 0) : sizes(0, tm, 0, 0),
-                        /*forall=*/true);
+  SmallVector<int64_t> threadTile = batched   ? sizes(1, 0, 0, 0)
+                                    : fewRows ? sizes(0, 0, tn, 0)
+                                              : sizes(0, tm, 0, 0);
+  if (threads && (batched   ? ranges[0] > 1
+                  : fewRows ? n / tn > 1
+                            : m / tm > 1)) {
+    auto threads = tile(rewriter, current, threadTile, /*forall=*/true);
     if (failed(threads))
       return failure();
     current = threads->tiledOps.front();
