@@ -403,13 +403,22 @@ struct CpuTileAndVectorizePass
         return signalPassFailure();
       }
     // Kernels outside fused regions, with the matmuls no register tile
-    // divides (e.g. a [1, d] weight's gradient) as generics.
+    // divides (e.g. a [1, d] weight's gradient) and the large fills (a
+    // matmul's zeroed result, 8 MB for the attention scores) as generics.
     SmallVector<linalg::GenericOp> generics;
+    auto largeFill = [](Operation &op) {
+      auto fill = dyn_cast<linalg::FillOp>(op);
+      if (!fill || !fill.hasPureTensorSemantics())
+        return false;
+      auto type = dyn_cast<RankedTensorType>(fill.getResult(0).getType());
+      return type && type.hasStaticShape() && type.getNumElements() >= 65536;
+    };
     for (auto fn : getOperation().getOps<func::FuncOp>())
       for (Operation &op : llvm::make_early_inc_range(fn.getBody().getOps())) {
         if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
           generics.push_back(generic);
-        } else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)) {
+        } else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+                   largeFill(op)) {
           rewriter.setInsertionPoint(&op);
           auto generic =
               linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op));
