@@ -1,0 +1,75 @@
+// RUN: drc-opt %s --drc-cpu-tile="register-rows=8 register-columns=32" | FileCheck %s
+
+// A norm gain's gradient: a sum over 2048 tokens into 256 values. It
+// becomes 16 partial sums over contiguous 128-token slices, with the token
+// axis outside the result's (contiguous inner loop), threaded 2 per
+// iteration, then added to the initial value in order.
+// CHECK-LABEL: func.func @gain_gradient
+// CHECK-SAME: (%[[G:.*]]: tensor<2048x256xf32>, %[[INIT:.*]]: tensor<256xf32>)
+// CHECK: %[[PARTS:.*]] = scf.forall (%{{.*}}) = (0) to (16) step (2) shared_outs(%{{.*}}) -> (tensor<16x256xf32>)
+// CHECK: tensor.extract_slice %[[G]][%{{.*}}, 0] [256, 256] [1, 1]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PARTS]] : tensor<16x256xf32>) outs(%[[INIT]] : tensor<256xf32>)
+#token_major = affine_map<(d0, d1) -> (d1, d0)>
+#result = affine_map<(d0, d1) -> (d0)>
+func.func @gain_gradient(%g: tensor<2048x256xf32>, %init: tensor<256xf32>) -> tensor<256xf32> {
+  %r = linalg.generic {indexing_maps = [#token_major, #result], iterator_types = ["parallel", "reduction"]}
+      ins(%g : tensor<2048x256xf32>) outs(%init : tensor<256xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<256xf32>
+  return %r : tensor<256xf32>
+}
+
+// A sum over a short axis stays one kernel, threaded over its rows.
+// CHECK-LABEL: func.func @row_sums
+// CHECK-NOT: tensor<16x
+// CHECK: scf.forall
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @row_sums(%x: tensor<2048x256xf32>, %init: tensor<2048xf32>) -> tensor<2048xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<2048x256xf32>) outs(%init : tensor<2048xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<2048xf32>
+  return %r : tensor<2048xf32>
+}
+
+// mHC's phi gradient: 24 rows, so B is read in place (no [n/32, k, 32]
+// panels) and threads split the 1024 columns.
+// CHECK-LABEL: func.func @few_rows
+// CHECK-NOT: tensor<32x2048x32xf32>
+// CHECK: scf.forall (%{{.*}}) = (0) to (1024) step (128)
+// CHECK: vector.contract
+func.func @few_rows(%a: tensor<24x2048xf32>, %b: tensor<2048x1024xf32>, %c: tensor<24x1024xf32>) -> tensor<24x1024xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<24x2048xf32>, tensor<2048x1024xf32>) outs(%c : tensor<24x1024xf32>) -> tensor<24x1024xf32>
+  return %r : tensor<24x1024xf32>
+}
+
+// A projection over 2048 tokens packs B into 32-column panels and threads
+// over row blocks.
+// CHECK-LABEL: func.func @many_rows
+// CHECK: tensor<8x256x32xf32>
+// CHECK: scf.forall (%{{.*}}) = (0) to (2048) step (64)
+// CHECK: vector.contract
+func.func @many_rows(%a: tensor<2048x256xf32>, %b: tensor<256x256xf32>, %c: tensor<2048x256xf32>) -> tensor<2048x256xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<2048x256xf32>, tensor<256x256xf32>) outs(%c : tensor<2048x256xf32>) -> tensor<2048x256xf32>
+  return %r : tensor<2048x256xf32>
+}
+
+// Zeroing attention scores (2M elements) is threaded; a small fill is not.
+// CHECK-LABEL: func.func @fills
+// CHECK: scf.forall (%{{.*}}) = (0) to (32) step (4) shared_outs(%{{.*}}) -> (tensor<32x256x256xf32>)
+// CHECK: linalg.fill {{.*}} -> tensor<256xf32>
+func.func @fills() -> (tensor<32x256x256xf32>, tensor<256xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x256x256xf32>
+  %big = linalg.fill ins(%zero : f32) outs(%e : tensor<32x256x256xf32>) -> tensor<32x256x256xf32>
+  %s = tensor.empty() : tensor<256xf32>
+  %small = linalg.fill ins(%zero : f32) outs(%s : tensor<256xf32>) -> tensor<256xf32>
+  return %big, %small : tensor<32x256x256xf32>, tensor<256xf32>
+}
