@@ -321,6 +321,14 @@ linalg::GenericOp splitLongReduction(RewriterBase &rewriter,
   return partials;
 }
 
+/// A fill of a static tensor of 64 Ki elements or more: worth threads.
+bool isLargeTensorFill(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    return false;
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  return type.hasStaticShape() && type.getNumElements() >= 65536;
+}
+
 /// Splits the outer parallel loop of an elementwise or row-reduction kernel
 /// into eight (or fewer) equal chunks across threads; each output element is
 /// still computed by one iteration, in the same order, on any thread count.
@@ -346,19 +354,9 @@ LogicalResult scheduleGeneric(RewriterBase &rewriter, linalg::GenericOp op) {
 /// softmaxes, narrow matmuls whose shape no register tile divides): their
 /// float arithmetic may be reassociated and contracted into FMAs. The
 /// summation order is then fixed by the compiled code (partial sums per
-/// vector lane), the same on every run and thread count; a matmul left
-/// scalar is generalised first so its body can carry the flags.
-LogicalResult vectoriseReductions(RewriterBase &rewriter, Operation *root) {
-  SmallVector<linalg::LinalgOp> scalarMatmuls;
-  root->walk([&](linalg::LinalgOp op) {
-    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
-      scalarMatmuls.push_back(op);
-  });
-  for (linalg::LinalgOp op : scalarMatmuls) {
-    rewriter.setInsertionPoint(op);
-    if (failed(linalg::generalizeNamedOp(rewriter, op)))
-      return failure();
-  }
+/// vector lane), the same on every run and thread count. Matmuls left scalar
+/// are generics by then, so their bodies carry the flags too.
+void vectoriseReductions(Operation *root) {
   auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   root->walk([&](linalg::GenericOp op) {
     if (op.getNumReductionLoops() == 0)
@@ -368,7 +366,6 @@ LogicalResult vectoriseReductions(RewriterBase &rewriter, Operation *root) {
                     arith::FastMathFlagsAttr::get(op.getContext(), flags));
     });
   });
-  return success();
 }
 
 /// Keeps each C tile in registers across its k loop. Runs after
@@ -402,37 +399,36 @@ struct CpuTileAndVectorizePass
         op->emitError("drc-cpu-tile: could not tile and vectorise this matmul");
         return signalPassFailure();
       }
-    // Kernels outside fused regions, with the matmuls no register tile
-    // divides (e.g. a [1, d] weight's gradient) and the large fills (a
-    // matmul's zeroed result, 8 MB for the attention scores) as generics.
+    // The matmuls no register tile divides (a [1, d] weight's gradient, or
+    // a narrow one inside a fused region) and the large fills outside
+    // regions (a matmul's zeroed result, 8 MB for the attention scores)
+    // become generics: outside regions they are threaded like the other
+    // kernels there, and all reductions get vectoriseReductions' flags.
+    SmallVector<linalg::LinalgOp> named;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+          (isa<linalg::FillOp>(op) && isa<func::FuncOp>(op->getParentOp()) &&
+           isLargeTensorFill(op)))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return signalPassFailure();
+    }
+    // Kernels outside fused regions.
     SmallVector<linalg::GenericOp> generics;
-    auto largeFill = [](Operation &op) {
-      auto fill = dyn_cast<linalg::FillOp>(op);
-      if (!fill || !fill.hasPureTensorSemantics())
-        return false;
-      auto type = dyn_cast<RankedTensorType>(fill.getResult(0).getType());
-      return type && type.hasStaticShape() && type.getNumElements() >= 65536;
-    };
     for (auto fn : getOperation().getOps<func::FuncOp>())
-      for (Operation &op : llvm::make_early_inc_range(fn.getBody().getOps())) {
-        if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-          generics.push_back(generic);
-        } else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
-                   largeFill(op)) {
-          rewriter.setInsertionPoint(&op);
-          auto generic =
-              linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op));
-          if (failed(generic))
-            return signalPassFailure();
-          generics.push_back(*generic);
-        }
-      }
-    for (linalg::GenericOp op : generics)
-      if (failed(scheduleGeneric(rewriter, splitLongReduction(rewriter, op)))) {
-        op->emitError(
+      for (auto generic : fn.getBody().getOps<linalg::GenericOp>())
+        generics.push_back(generic);
+    for (linalg::GenericOp op : generics) {
+      linalg::GenericOp kernel = splitLongReduction(rewriter, op);
+      if (failed(scheduleGeneric(rewriter, kernel))) {
+        kernel->emitError(
             "drc-cpu-tile: could not split this kernel across threads");
         return signalPassFailure();
       }
+    }
     RewritePatternSet patterns(&getContext());
     for (RegisteredOperationName op : getContext().getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, &getContext());
@@ -441,8 +437,7 @@ struct CpuTileAndVectorizePass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     hoistAccumulators(rewriter, getOperation());
-    if (failed(vectoriseReductions(rewriter, getOperation())))
-      return signalPassFailure();
+    vectoriseReductions(getOperation());
   }
 };
 
