@@ -51,7 +51,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        return self.gain * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.gain * rms(x, self.eps)
 
 
 def rope_tables(seq_len, d_head, theta):
@@ -131,7 +131,8 @@ class FeedForward(nn.Module):
 
 # Residual connections (ARCHITECTURES.md section 2). Each sublayer k owns one:
 # read(state) -> (u_k, context), write(state, context, f_k) -> next state.
-# The model calls embed(h_0) once and readout(state) before the final norm.
+# The model calls embed(h_0) once, and before the final norm the scheme's
+# readout module (SCHEMES) maps the last state to h_out.
 # Parameters named in NO_DECAY are in AdamW's no-weight-decay group.
 NO_DECAY = {"gain", "a0", "beta0", "alpha", "bias", "kappa"}
 
@@ -153,10 +154,6 @@ class PreLn(nn.Module):
     @staticmethod
     def write(h, context, f):
         return h + f
-
-    @staticmethod
-    def readout(h):
-        return h
 
 
 class HyperConnection(nn.Module):
@@ -192,10 +189,6 @@ class HyperConnection(nn.Module):
     def write(h, context, f):
         kept, beta = context
         return kept + beta.unsqueeze(-1) * f.unsqueeze(-2)
-
-    @staticmethod
-    def readout(h):
-        return h.sum(-2)
 
 
 class ManifoldHyperConnection(nn.Module):
@@ -235,10 +228,6 @@ class ManifoldHyperConnection(nn.Module):
     def write(x, context, f):
         h_res, post = context
         return h_res @ x + post.unsqueeze(-1) * f.unsqueeze(-2)
-
-    @staticmethod
-    def readout(x):
-        return x.mean(-2)
 
 
 class DepthMixer(nn.Module):
@@ -281,11 +270,28 @@ class AttentionResidual(nn.Module):
         return rows + [f], inv_rms + [self.inverse_rms(f)]
 
 
+class StreamSum(nn.Module):
+    """HC's readout: the sum of the streams."""
+
+    def forward(self, h):
+        return h.sum(-2)
+
+
+class StreamMean(nn.Module):
+    """mHC's readout: the mean of the streams."""
+
+    def forward(self, x):
+        return x.mean(-2)
+
+
+# name -> (connection of sublayer k: (d_model, k, eps) -> module,
+#          readout: d_model -> module; AttnRes's has its own parameters)
 SCHEMES = {
-    "preln": PreLn,
-    "hc": lambda d, k, eps: HyperConnection(d, k, eps, streams=4),
-    "mhc": lambda d, k, eps: ManifoldHyperConnection(d, k, eps, streams=4),
-    "attnres": AttentionResidual,
+    "preln": (PreLn, lambda d: nn.Identity()),
+    "hc": (lambda d, k, eps: HyperConnection(d, k, eps, streams=4), lambda d: StreamSum()),
+    "mhc": (lambda d, k, eps: ManifoldHyperConnection(d, k, eps, streams=4),
+            lambda d: StreamMean()),
+    "attnres": (AttentionResidual, DepthMixer),
 }
 
 
@@ -313,7 +319,7 @@ class Model(nn.Module):
         super().__init__()
         if d_model % n_head or (d_model // n_head) % 2:
             raise ValueError(f"d_model {d_model} must split into {n_head} heads of even width")
-        connection = SCHEMES[scheme]
+        connection, readout = SCHEMES[scheme]
         self.embed = Embedding(vocab, d_model)
         self.blocks = nn.ModuleList()
         for b in range(n_layer):
@@ -321,8 +327,7 @@ class Model(nn.Module):
             block.attn = Sublayer(Attention(d_model, n_head, use_sdpa), connection(d_model, 2 * b, eps))
             block.ffn = Sublayer(FeedForward(d_model, d_ff), connection(d_model, 2 * b + 1, eps))
             self.blocks.append(block)
-        # AttnRes's readout is a final mixer with its own parameters.
-        self.readout = DepthMixer(d_model) if scheme == "attnres" else None
+        self.readout = readout(d_model)
         self.final_norm = RMSNorm(d_model, eps)
         self.unembed = nn.Linear(d_model, vocab, bias=False)
         cos, sin = rope_tables(seq_len, d_model // n_head, rope_theta)
@@ -347,8 +352,7 @@ class Model(nn.Module):
         for block in self.blocks:
             state = block.attn(state, cos, sin)
             state = block.ffn(state)
-        h = self.readout(state) if self.readout else first.readout(state)
-        return self.unembed(self.final_norm(h))
+        return self.unembed(self.final_norm(self.readout(state)))
 
     def loss(self, tokens, targets):
         """Mean next-token cross-entropy over all B*T positions."""
@@ -386,6 +390,8 @@ def loaded_blas():
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scheme", choices=sorted(SCHEMES), default="preln")
+    parser.add_argument("--list-schemes", action="store_true",
+                        help="print the schemes this script implements, then exit")
     parser.add_argument("--self-test", action="store_true",
                         help="check every scheme equals Pre-LN at init, then exit")
     parser.add_argument("--vocab", type=int, default=256)
@@ -450,6 +456,9 @@ def self_test():
 
 def main(argv):
     args = parse_args(argv)
+    if args.list_schemes:
+        print(" ".join(sorted(SCHEMES)))
+        return
     if args.self_test:
         sys.exit(self_test())
     torch.set_num_threads(args.threads)
