@@ -421,6 +421,24 @@ def Drc_MatmulOp : Drc_DiffOp<"matmul"> {
   let hasVerifier = 1;
 }
 
+def Drc_NormedLinearOp : Drc_DiffOp<"normed_linear"> {
+  let summary = "y_i = rms_norm(x) W_i^T for each weight, without forming rms_norm(x)";
+  let description = [{
+    Each row's projections scaled by its 1/sqrt(mean(x^2) + eps): the same
+    values as `drc.linear` of a parameter-free `drc.rms_norm`, one result per
+    weight, but neither the forward pass nor the weights' adjoints need the
+    normalised rows, so narrow projections (HC's coefficients, AttnRes's
+    depth logits) read the state instead of writing and reading its
+    normalised copy. A norm's gain folds into the weights (drc-decompose).
+    Operands as `drc.linear`: x [..., in], each W_i [out_i, in].
+  }];
+  let arguments = (ins Drc_FloatTensor:$input, Variadic<Drc_FloatTensor>:$weights,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Variadic<Drc_FloatTensor>:$results);
+  let assemblyFormat = "$input `,` $weights attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Drc_RopeOp : Drc_DiffOp<"rope"> {
   let summary = "rotate-half rotary position embedding per head";
   let description = [{
@@ -540,6 +558,14 @@ def Drc_RMSNormGradOp : Drc_Op<"rms_norm_grad", [Pure]> {
   let assemblyFormat = [{
     $input (`gain` $gain^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def Drc_NormedLinearWeightGradOp : Drc_Op<"normed_linear_weight_grad", [Pure]> {
+  let summary = "weight adjoint of normed_linear: sum over rows of dy^T rms_norm(x)";
+  let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$result_grad,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Drc_FloatTensor:$weight_grad);
+  let assemblyFormat = "$input `grad` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
 def Drc_RMSNormGainGradOp : Drc_Op<"rms_norm_gain_grad", [Pure]> {

@@ -172,20 +172,28 @@ LogicalResult RMSNormOp::verify() {
   return success();
 }
 
-LogicalResult LinearOp::verify() {
-  Type element = ranked(getInput()).getElementType();
-  if (failed(expectRows(*this, getInput(), "input", element)) ||
-      failed(expectTensor(*this, getWeight(), "weight", 2, element)))
+/// A projection of every row of `input` by `weight` [out, in] into `result`;
+/// `meaning` says what the result holds.
+static LogicalResult verifyProjection(Operation *op, Value input, Value weight,
+                                      Value result, StringRef meaning) {
+  Type element = ranked(input).getElementType();
+  if (failed(expectRows(op, input, "input", element)) ||
+      failed(expectTensor(op, weight, "weight", 2, element)))
     return failure();
-  ArrayRef<int64_t> x = ranked(getInput()).getShape();
-  ArrayRef<int64_t> w = ranked(getWeight()).getShape();
+  ArrayRef<int64_t> x = ranked(input).getShape();
+  ArrayRef<int64_t> w = ranked(weight).getShape();
   if (w[1] != x.back())
-    return emitOpError() << "weight is [out, in] = [" << w[0] << ", " << w[1]
-                         << "] but the input rows have width " << x.back();
+    return op->emitOpError()
+           << "weight is [out, in] = [" << w[0] << ", " << w[1]
+           << "] but the input rows have width " << x.back();
   SmallVector<int64_t> shape(x);
   shape.back() = w[0];
-  return expectShape(*this, getResult(), "result", shape,
-                     "x W^T with W = [out, in]");
+  return expectShape(op, result, "result", shape, meaning);
+}
+
+LogicalResult LinearOp::verify() {
+  return verifyProjection(*this, getInput(), getWeight(), getResult(),
+                          "x W^T with W = [out, in]");
 }
 
 LogicalResult AttentionOp::verify() {
@@ -283,6 +291,19 @@ LogicalResult MatmulOp::verify() {
     return emitOpError() << "result " << getResult().getType()
                          << " does not hold the " << m << " x " << n
                          << " matrix op(lhs) x op(rhs)";
+  return success();
+}
+
+LogicalResult NormedLinearOp::verify() {
+  if (getWeights().empty() || getWeights().size() != getResults().size())
+    return emitOpError() << "needs one result per weight, and at least one "
+                            "weight; found "
+                         << getWeights().size() << " weights and "
+                         << getResults().size() << " results";
+  for (auto [w, y] : llvm::zip(getWeights(), getResults()))
+    if (failed(verifyProjection(*this, getInput(), w, y,
+                                "rms_norm(x) W^T with W = [out, in]")))
+      return failure();
   return success();
 }
 

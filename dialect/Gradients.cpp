@@ -69,6 +69,35 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult
+NormedLinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  // The input's adjoint is one rms_norm adjoint of the normalised rows'
+  // adjoint sum_i dy_i W_i; each weight's reads x again rather than a saved
+  // rms_norm(x). The sum runs from the last result to the first, as autodiff
+  // sums separate projections' adjoints: a result used later in the forward
+  // pass (HC's write coefficients, used after the sublayer) gets its adjoint
+  // earlier in the backward one, and those are added where they arise.
+  Value x = getInput(), dNormed;
+  SmallVector<Value> weightGrads(getWeights().size());
+  for (int64_t i = getWeights().size() - 1; i >= 0; --i) {
+    Value w = getWeights()[i], dy = resultGrads[i];
+    if (!dy)
+      continue;
+    Value d = MatmulOp::create(b, getLoc(), x.getType(), dy, w);
+    dNormed = dNormed ? AddOp::create(b, getLoc(), dNormed, d).getResult() : d;
+    weightGrads[i] = NormedLinearWeightGradOp::create(b, getLoc(), w.getType(),
+                                                      x, dy, getEpsAttr());
+  }
+  operandGrads.push_back(
+      dNormed ? RMSNormGradOp::create(b, getLoc(), x.getType(), x, Value(),
+                                      dNormed, getEpsAttr())
+                    .getResult()
+              : Value());
+  operandGrads.append(weightGrads);
+  return success();
+}
+
 LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   // A rotation's adjoint is the rotation by the negated angle.

@@ -1,5 +1,5 @@
 //===- DecomposeSublayers.cpp - Sublayers -> kernel-level ops ------------===//
-#include "passes/Passes.h"
+#include "passes/TokenLocalRegions.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -83,9 +83,75 @@ struct DecomposeSwiGLU : OpRewritePattern<SwiGLUOp> {
   }
 };
 
+/// The projections reading `norm`, in block order, when they are all narrow
+/// (HC's coefficients of N-hat(H), AttnRes's depth logits of its normalised
+/// bank) and their weights can be read where the first one is; else none.
+SmallVector<LinearOp> narrowProjectionsOf(RMSNormOp norm) {
+  SmallVector<LinearOp> linears;
+  for (OpOperand &use : norm->getUses()) {
+    auto linear = dyn_cast<LinearOp>(use.getOwner());
+    if (!linear || use.getOperandNumber() != 0 ||
+        linear->getBlock() != norm->getBlock())
+      return {};
+    auto w = cast<RankedTensorType>(linear.getWeight().getType());
+    if (!isNarrowMatrix(w.getDimSize(0), w.getDimSize(1)))
+      return {};
+    linears.push_back(linear);
+  }
+  llvm::sort(linears,
+             [](LinearOp x, LinearOp y) { return x->isBeforeInBlock(y); });
+  // A weight read later (a parameter reference next to its projection)
+  // moves up; one computed there leaves the norm as it is.
+  for (LinearOp linear : linears)
+    if (Operation *def = linear.getWeight().getDefiningOp();
+        def && def->getBlock() == norm->getBlock() &&
+        linears.front()->isBeforeInBlock(def) && def->getNumOperands() != 0)
+      return {};
+  return linears;
+}
+
+/// A norm read only by narrow projections and those projections become one
+/// normed_linear of the norm's input, the gain folded into each weight
+/// (rms_norm(x, g) W^T = rms_norm(x) (W g)^T): the normalised rows are
+/// never formed.
+void foldNormsIntoProjections(ModuleOp module) {
+  SmallVector<std::pair<RMSNormOp, SmallVector<LinearOp>>> folds;
+  module.walk([&](RMSNormOp norm) {
+    if (SmallVector<LinearOp> linears = narrowProjectionsOf(norm);
+        !linears.empty())
+      folds.emplace_back(norm, std::move(linears));
+  });
+  for (auto &[norm, linears] : folds) {
+    Operation *first = linears.front();
+    OpBuilder b(first);
+    SmallVector<Value> weights;
+    SmallVector<Type> types;
+    for (LinearOp linear : linears) {
+      Value w = linear.getWeight();
+      if (Operation *def = w.getDefiningOp();
+          def && def->getBlock() == first->getBlock() &&
+          first->isBeforeInBlock(def))
+        def->moveBefore(first);
+      if (Value gain = norm.getGain())
+        w = ScaleOp::create(b, linear.getLoc(), w.getType(), w, gain,
+                            b.getF64FloatAttr(1.0));
+      weights.push_back(w);
+      types.push_back(linear.getType());
+    }
+    auto folded = NormedLinearOp::create(
+        b, norm.getLoc(), types, norm.getInput(), weights, norm.getEpsAttr());
+    for (auto [linear, result] : llvm::zip(linears, folded.getResults())) {
+      linear.replaceAllUsesWith(result);
+      linear.erase();
+    }
+    norm.erase();
+  }
+}
+
 struct DecomposeSublayersPass
     : mlir::drc::impl::DecomposeSublayersBase<DecomposeSublayersPass> {
   void runOnOperation() override {
+    foldNormsIntoProjections(getOperation());
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeLinear, DecomposeAttention, DecomposeSwiGLU>(
         &getContext());

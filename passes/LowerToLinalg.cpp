@@ -154,6 +154,11 @@ struct KernelBuilder {
 // Norms
 //===----------------------------------------------------------------------===//
 
+/// 1/sqrt(mean(x^2) + eps) of a row of `width` values from its sum of squares.
+Value invRms(Scalar &s, Value sumSquares, double width, double eps) {
+  return s.rsqrt(s.add(s.div(sumSquares, s.c(width)), s.c(eps)));
+}
+
 struct RowMaps {
   SmallVector<AffineMap> x, row, lastDim;
 };
@@ -183,14 +188,12 @@ Value lowerRMSNorm(KernelBuilder &k, RMSNormOp op) {
   if (Value gain = op.getGain())
     return k.generic1({op.getInput(), ss, gain}, k.empty(type.getShape()),
                       {all, row, last, all}, its, [&](Scalar &s, ValueRange a) {
-                        Value r =
-                            s.rsqrt(s.add(s.div(a[1], s.c(width)), s.c(eps)));
+                        Value r = invRms(s, a[1], width, eps);
                         k.yield(s, s.mul(s.mul(a[0], r), a[2]));
                       });
   return k.generic1({op.getInput(), ss}, k.empty(type.getShape()),
                     {all, row, all}, its, [&](Scalar &s, ValueRange a) {
-                      Value r =
-                          s.rsqrt(s.add(s.div(a[1], s.c(width)), s.c(eps)));
+                      Value r = invRms(s, a[1], width, eps);
                       k.yield(s, s.mul(a[0], r));
                     });
 }
@@ -246,7 +249,7 @@ Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
   return k.generic1(
       inputs, k.empty(type.getShape()), maps,
       SmallVector<IteratorType>(rank, kPar), [&](Scalar &s, ValueRange a) {
-        Value r = s.rsqrt(s.add(s.div(a[2], s.c(width)), s.c(eps)));
+        Value r = invRms(s, a[2], width, eps);
         Value gdy = gain ? s.mul(a[1], a[4]) : a[1];
         Value corr = s.mul(s.mul(a[0], s.mul(r, r)), s.div(a[3], s.c(width)));
         k.yield(s, s.mul(r, s.sub(gdy, corr)));
@@ -266,8 +269,7 @@ Value lowerRMSNormGainGrad(KernelBuilder &k, RMSNormGainGradOp op) {
   return k.generic1({op.getInput(), op.getResultGrad(), ss},
                     k.filled({type.getShape().back()}, 0.0),
                     {all, all, row, last}, its, [&](Scalar &s, ValueRange a) {
-                      Value r =
-                          s.rsqrt(s.add(s.div(a[2], s.c(width)), s.c(eps)));
+                      Value r = invRms(s, a[2], width, eps);
                       k.yield(s, s.add(a[3], s.mul(s.mul(a[0], a[1]), r)));
                     });
 }
@@ -290,25 +292,25 @@ Value rowsMatrix(KernelBuilder &k, Value x) {
       ArrayRef<ReassociationIndices>{leading, {type.getRank() - 1}});
 }
 
-Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
+/// op(lhs) op(rhs) as `type`, op transposing where the flag is set.
+Value matmul(KernelBuilder &k, Value lhsValue, Value rhsValue,
+             bool transposeLhs, bool transposeRhs, RankedTensorType type) {
   // Operands of rank > 2 are matrices of their rows (collapsed views).
   // Transposed operands are read in place through the indexing maps: the CPU
   // register tile loads a contiguous row of a transposed A per k step, and
   // the CPU schedule packs B into panels from either layout.
-  Value lhs = rowsMatrix(k, op.getLhs()), rhs = rowsMatrix(k, op.getRhs());
-  auto type = cast<RankedTensorType>(op.getType());
+  Value lhs = rowsMatrix(k, lhsValue), rhs = rowsMatrix(k, rhsValue);
   auto lhsShape = cast<RankedTensorType>(lhs.getType()).getShape();
   auto rhsShape = cast<RankedTensorType>(rhs.getType()).getShape();
-  SmallVector<int64_t> shape = {
-      op.getTransposeLhs() ? lhsShape[1] : lhsShape[0],
-      op.getTransposeRhs() ? rhsShape[0] : rhsShape[1]};
+  SmallVector<int64_t> shape = {transposeLhs ? lhsShape[1] : lhsShape[0],
+                                transposeRhs ? rhsShape[0] : rhsShape[1]};
   SmallVector<NamedAttribute> attributes;
-  if (op.getTransposeLhs() || op.getTransposeRhs()) {
+  if (transposeLhs || transposeRhs) {
     SmallVector<AffineMap> maps =
         linalg::MatmulOp::getDefaultIndexingMaps(k.b.getContext());
-    if (op.getTransposeLhs())
+    if (transposeLhs)
       maps[0] = k.map(3, {2, 0});
-    if (op.getTransposeRhs())
+    if (transposeRhs)
       maps[1] = k.map(3, {1, 2});
     attributes.push_back(
         k.b.getNamedAttr("indexing_maps", k.b.getAffineMapArrayAttr(maps)));
@@ -326,6 +328,54 @@ Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
   return tensor::ExpandShapeOp::create(
       k.b, k.loc, type, product,
       ArrayRef<ReassociationIndices>{leading, {type.getRank() - 1}});
+}
+
+Value lowerMatmul(KernelBuilder &k, MatmulOp op) {
+  return matmul(k, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                op.getTransposeRhs(), cast<RankedTensorType>(op.getType()));
+}
+
+/// `rows` [..., c] times each row's 1/rms of x, from x's row sums of squares
+/// `sumSquares` [...] and width.
+Value scaleByInvRms(KernelBuilder &k, Value rows, Value sumSquares,
+                    double width, double eps) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  AffineMap all, row, last;
+  rowMaps(k, type.getRank(), all, row, last);
+  return k.generic1({rows, sumSquares}, k.empty(type.getShape()),
+                    {all, row, all},
+                    SmallVector<IteratorType>(type.getRank(), kPar),
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.mul(a[0], invRms(s, a[1], width, eps)));
+                    });
+}
+
+/// (x W_i^T) / rms(x): each projection, then its rows scaled; x's row norms
+/// computed once.
+SmallVector<Value> lowerNormedLinear(KernelBuilder &k, NormedLinearOp op) {
+  Value x = op.getInput();
+  double width = cast<RankedTensorType>(x.getType()).getShape().back();
+  Value ss = k.rowSumSquares(x);
+  SmallVector<Value> results;
+  for (auto [w, y] : llvm::zip(op.getWeights(), op.getResults())) {
+    Value product =
+        matmul(k, x, w, false, true, cast<RankedTensorType>(y.getType()));
+    results.push_back(
+        scaleByInvRms(k, product, ss, width, op.getEps().convertToDouble()));
+  }
+  return results;
+}
+
+/// sum over rows of (dy / rms(x))^T x: the small dy scaled, then one matmul
+/// over all rows (threaded like any parameter gradient).
+Value lowerNormedLinearWeightGrad(KernelBuilder &k,
+                                  NormedLinearWeightGradOp op) {
+  Value x = op.getInput();
+  double width = cast<RankedTensorType>(x.getType()).getShape().back();
+  Value scaled = scaleByInvRms(k, op.getResultGrad(), k.rowSumSquares(x), width,
+                               op.getEps().convertToDouble());
+  return matmul(k, scaled, x, true, false,
+                cast<RankedTensorType>(op.getType()));
 }
 
 SmallVector<unsigned> identityDims(unsigned rank) {
@@ -1274,6 +1324,10 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case(
           [&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })
       .Case([&](MatmulOp o) { results = {lowerMatmul(k, o)}; })
+      .Case([&](NormedLinearOp o) { results = lowerNormedLinear(k, o); })
+      .Case([&](NormedLinearWeightGradOp o) {
+        results = {lowerNormedLinearWeightGrad(k, o)};
+      })
       .Case([&](AddOp o) { results = {lowerAdd(k, o)}; })
       .Case([&](MixOp o) { results = {lowerMix(k, o)}; })
       .Case([&](MixCoefGradOp o) { results = {lowerMixCoefGrad(k, o)}; })

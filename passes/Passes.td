@@ -9,8 +9,12 @@ def DecomposeSublayers : Pass<"drc-decompose", "::mlir::ModuleOp"> {
   let description = [{
     `drc.attention` becomes three projections, RoPE on q and k, the causal
     attention core and the output projection; `drc.swiglu` becomes its three
-    matmuls around `drc.silu_mul`; `drc.linear` a transposed matmul. Autodiff
-    and lowering work on the kernel level.
+    matmuls around `drc.silu_mul`; `drc.linear` a transposed matmul. An
+    `rms_norm` read only by narrow projections (a weight with one side at
+    most 32 and at most a quarter of the other) is folded into them: each
+    becomes `drc.normed_linear` of the norm's input, with the gain folded
+    into the weight by `drc.scale`, so the normalised rows are never formed.
+    Autodiff and lowering work on the kernel level.
   }];
   let dependentDialects = ["::mlir::drc::DrcDialect"];
 }
@@ -53,7 +57,7 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     non-token axis, mix, append, rows, view, add), their adjoints, MoDA's
     depth attention, and matmuls by a parameter too narrow to be GEMM work
     (a coefficient projection or its adjoint: contraction or output width
-    at most 32). Sublayer GEMMs, attention, RoPE, SwiGLU, the loss and every
+    at most 32), normed_linear among them. Sublayer GEMMs, attention, RoPE, SwiGLU, the loss and every
     reduction over tokens (parameter gradients) are boundaries. Token-local
     ops connected by def-use chains with no boundary op between them become
     one drc.fused region, forward and backward alike: it reads its inputs

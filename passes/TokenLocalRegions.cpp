@@ -12,14 +12,6 @@ using namespace mlir::drc;
 
 namespace {
 
-/// A matmul by a parameter is GEMM work (a sublayer's projection) unless the
-/// matrix is narrow: one side at most this wide and at most a quarter of the
-/// other (a coefficient projection, or its adjoint). Such a matmul does ~2 x
-/// width flops per element moved, far below any CPU's or GPU's flop/byte
-/// balance, and belongs with the memory-bound residual work around it.
-constexpr int64_t kMaxNarrowWidth = 32;
-constexpr int64_t kNarrowAspect = 4;
-
 /// Whether softmax/normalize (or their adjoints) reduce along a token axis.
 bool acrossTokens(Operation *op) {
   return llvm::TypeSwitch<Operation *, bool>(op)
@@ -41,10 +33,15 @@ bool keepsTokenRows(Operation *op, const TokenAnalysis &a, bool narrowOnly) {
     auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
     int64_t columns = rhs.getShape().back(),
             rows = rhs.getNumElements() / std::max<int64_t>(columns, 1);
-    int64_t narrow = std::min(rows, columns), wide = std::max(rows, columns);
-    return !narrowOnly ||
-           (narrow <= kMaxNarrowWidth && narrow * kNarrowAspect <= wide);
+    return !narrowOnly || isNarrowMatrix(rows, columns);
   }
+  if (auto projection = dyn_cast<NormedLinearOp>(op))
+    return llvm::all_of(projection.getWeights(), [&](Value w) {
+      auto type = cast<RankedTensorType>(w.getType());
+      return a.of(w) == Rows::Shared &&
+             (!narrowOnly ||
+              isNarrowMatrix(type.getDimSize(0), type.getDimSize(1)));
+    });
   if (auto grad = dyn_cast<MixCoefGradOp>(op))
     return cast<RankedTensorType>(grad.getType()).getRank() == 3;
   if (acrossTokens(op))
@@ -63,6 +60,12 @@ bool isRowwiseSublayer(Operation *op) {
 }
 
 } // namespace
+
+bool mlir::drc::isNarrowMatrix(int64_t rows, int64_t columns) {
+  constexpr int64_t kMaxNarrowWidth = 32, kNarrowAspect = 4;
+  int64_t narrow = std::min(rows, columns), wide = std::max(rows, columns);
+  return narrow <= kMaxNarrowWidth && narrow * kNarrowAspect <= wide;
+}
 
 /// Classifies every value of `fn`'s body; tokens = the length of its token
 /// arguments (0 when it has none).
@@ -108,6 +111,7 @@ bool mlir::drc::readsRows(Operation *op, OpOperand &operand) {
       .Case([&](RMSNormOp o) { return v == o.getInput(); })
       .Case([&](RMSNormGradOp o) { return v != o.getGain(); })
       .Case([&](MatmulOp o) { return v == o.getLhs(); })
+      .Case([&](NormedLinearOp o) { return v == o.getInput(); })
       .Case([&](MixOp o) { return v == o.getInput() || rank(v) == 3; })
       .Case<ScaleOp, ShiftOp>([&](auto o) {
         return operand.getOperandNumber() == 0 || rank(v) == rank(o.getInput());

@@ -30,6 +30,13 @@ enum class Rows { Shared, PerToken, Other };
 /// recompute a forward value: grouped as late as its users allow.
 inline constexpr llvm::StringLiteral kRecomputedAttr = "drc.recomputed";
 
+/// Whether a parameter matrix [rows, columns] is narrow: one side at most 32
+/// and at most a quarter of the other (a coefficient projection or its
+/// adjoint). Multiplying by it does ~2 x 32 flops per element moved, far
+/// below any CPU's or GPU's flop/byte balance: memory-bound residual work,
+/// not GEMM work.
+bool isNarrowMatrix(int64_t rows, int64_t columns);
+
 /// The class of every value of a function body, and its token count.
 struct TokenAnalysis {
   int64_t tokens = 0; ///< 0 when the function takes no tokens

@@ -58,6 +58,22 @@ func.func @f(%x: tensor<6x8xf32>, %w: tensor<4x6xf32>) {
 
 // -----
 
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<1x8xf32>, %v: tensor<2x6xf32>) {
+  // expected-error @+1 {{weight is [out, in] = [2, 6] but the input rows have width 8}}
+  %0:2 = drc.normed_linear %x, %w, %v : (tensor<6x8xf32>, tensor<1x8xf32>, tensor<2x6xf32>) -> (tensor<6x1xf32>, tensor<6x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x8xf32>, %w: tensor<1x8xf32>) {
+  // expected-error @+1 {{needs one result per weight, and at least one weight; found 1 weights and 2 results}}
+  %0:2 = drc.normed_linear %x, %w : (tensor<6x8xf32>, tensor<1x8xf32>) -> (tensor<6x1xf32>, tensor<6x1xf32>)
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<6x8xf32>, %w: tensor<8x8xf32>) {
   // expected-error @+1 {{n_head = 3 must be positive and divide the width 8}}
   %0 = drc.attention %x, %w, %w, %w, %w {n_head = 3 : i64, seq_len = 3 : i64} : (tensor<6x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>

@@ -432,6 +432,40 @@ TEST_CASE("linear on the rows of a set matches finite differences",
   checkGradients(p);
 }
 
+TEST_CASE("normed_linear gradients match finite differences", "[gradient]") {
+  // Every row of x [6, 2, 8] normalised, then projected by W1 and W2
+  // [3, 8]: the two results' rows joined, [6, 4, 3], are 12 classes.
+  // Forward against the scalar definition rms_norm(x) W^T (eps = 1e-6),
+  // gradients against finite differences.
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx, param("x", "6x2x8") + param("w1", "3x8") + param("w2", "3x8"),
+      ref("x", "6x2x8") + ref("w1", "3x8") + ref("w2", "3x8") +
+          "  %z:2 = drc.normed_linear %x, %w1, %w2 : (tensor<6x2x8xf64>, "
+          "tensor<3x8xf64>, tensor<3x8xf64>) -> (tensor<6x2x3xf64>, "
+          "tensor<6x2x3xf64>)\n"
+          "  %both = drc.append %z#0, %z#1 : (tensor<6x2x3xf64>, "
+          "tensor<6x2x3xf64>) -> tensor<6x4x3xf64>\n"
+          "  %y = drc.view %both : (tensor<6x4x3xf64>) -> tensor<6x12xf64>",
+      6, 12);
+  const double *x = &p.params[p.model->parameters().find("x")->offset];
+  const double *w1 = &p.params[p.model->parameters().find("w1")->offset];
+  const double *w2 = &p.params[p.model->parameters().find("w2")->offset];
+  double expected = referenceLoss(p, 12, [&](int t, int l) {
+    int set = l / 3, o = l % 3; // rows 0, 1 from W1; 2, 3 from W2
+    const double *row = x + (t * 2 + set % 2) * 8;
+    const double *w = set < 2 ? w1 : w2;
+    double ss = 0, y = 0;
+    for (int i = 0; i < 8; ++i) {
+      ss += row[i] * row[i];
+      y += row[i] * w[o * 8 + i];
+    }
+    return y / std::sqrt(ss / 8 + 1e-6);
+  });
+  CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+  checkGradients(p);
+}
+
 TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
