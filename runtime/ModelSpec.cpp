@@ -15,26 +15,6 @@
 namespace drc {
 namespace {
 
-/// The library file of scheme `name`, or an InputError located at `at`
-/// listing the library.
-std::string librarySchemeFile(const std::string &at, const std::string &name) {
-  std::filesystem::path dir(schemeLibraryDirectory());
-  std::filesystem::path file = dir / (name + ".mlir");
-  if (name.find('/') == std::string::npos &&
-      std::filesystem::is_regular_file(file))
-    return file.string();
-  std::vector<std::string> known;
-  std::error_code ec;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".mlir")
-      known.push_back(entry.path().stem().string());
-  std::sort(known.begin(), known.end());
-  throw InputError(at + ": [residual] scheme '" + name +
-                   "' is not in the library (" + dir.string() +
-                   "); available: " + joined(known) + suggestion(name, known) +
-                   ", or set scheme_file = \"path.mlir\" for your own");
-}
-
 /// `[residual]`: `scheme` or `scheme_file`, and any other key is a value for
 /// an option the scheme declares (checked when the scheme is instantiated).
 void readResidual(const std::string &path, const toml::table &table,
@@ -129,6 +109,25 @@ std::string schemeLibraryDirectory() {
   if (const char *dir = std::getenv("DRC_SCHEMES"))
     return dir;
   return DRC_SCHEMES_DIR;
+}
+
+std::string librarySchemeFile(const std::string &at, const std::string &name,
+                              const std::string &what) {
+  std::filesystem::path dir(schemeLibraryDirectory());
+  std::filesystem::path file = dir / (name + ".mlir");
+  if (name.find('/') == std::string::npos &&
+      std::filesystem::is_regular_file(file))
+    return file.string();
+  std::vector<std::string> known;
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".mlir")
+      known.push_back(entry.path().stem().string());
+  std::sort(known.begin(), known.end());
+  throw InputError(at + ": " + what + " '" + name +
+                   "' is not in the library (" + dir.string() +
+                   "); available: " + joined(known) + suggestion(name, known) +
+                   ", or set scheme_file = \"path.mlir\" for your own");
 }
 
 int64_t defaultFFNWidth(int64_t dModel) {

@@ -81,6 +81,11 @@ struct ModelSpec {
 /// models/schemes.
 std::string schemeLibraryDirectory();
 
+/// The library file of scheme `name`, or an InputError located at `at`
+/// ("path:line:col") naming the key `what` and listing the library.
+std::string librarySchemeFile(const std::string &at, const std::string &name,
+                              const std::string &what = "[residual] scheme");
+
 /// The default FFN width of ARCHITECTURES.md: 8d/3 rounded up to 16.
 int64_t defaultFFNWidth(int64_t dModel);
 
