@@ -330,8 +330,7 @@ std::vector<SweepCell> planSweep(const SweepSpec &sweep) {
           cell.id = scheme.label + "-L" + std::to_string(cell.nLayer) + "-lr" +
                     formatLr(lr) + "-s" + std::to_string(seed);
           std::ostringstream spec;
-          spec << "# cell " << cell.id << " of the sweep " << sweep.path
-               << " (written by drc-bench)\n[model]\n"
+          spec << "# cell " << cell.id << " of a drc-bench sweep\n[model]\n"
                << sweep.modelToml << "\nd_model = " << cell.shape.dModel
                << "\nn_layer = " << cell.nLayer << "\n\n[residual]\n"
                << scheme.residualToml << "\n\n[train]\n"

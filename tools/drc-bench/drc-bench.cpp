@@ -1,0 +1,145 @@
+//===- drc-bench.cpp - A width-depth sweep over residual designs ---------===//
+#include "runtime/AtomicFile.h"
+#include "runtime/CommandLine.h"
+#include "runtime/Corpus.h"
+#include "runtime/SweepResults.h"
+#include "runtime/Trainer.h"
+#include "tools/common/HostCompiler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+namespace {
+
+const char *const kHelp =
+    R"(usage: drc-bench GRID --data DIR --out DIR [--plan]
+
+Runs the width-depth sweep that the grid GRID (docs/bench.md) describes:
+every (scheme, n_layer, learning rate, seed) cell, each at the d_model that
+puts the Pre-LN model within 3% of the grid's parameter budget, trained on
+the corpus DIR (docs/data.md) with the grid's shared recipe. Cells run one
+after another; each writes DIR/cells/CELL/ (its model spec, metrics and
+checkpoint, as drc-train would), and its final validation losses go to
+DIR/results.jsonl, one JSON record per cell.
+
+Everything that can be checked without training is checked first: the
+grid, every cell's spec, the data, and every scheme instantiated at every
+depth. A sweep that is stopped (or killed) and started again with the same
+command skips the cells in results.jsonl and resumes the interrupted cell
+from its last checkpoint; its results equal an uninterrupted sweep's.
+
+options:
+  --data DIR   corpus directory with one subdirectory per domain
+  --out DIR    sweep directory (created if missing)
+  --plan       print the cells (shapes, parameters, steps) and stop
+  --help       this text
+
+exit status: 0 success, 1 failure while training (e.g. divergence),
+             2 bad usage or bad input (grid, data, out directory).
+)";
+
+void printPlan(const drc::SweepSpec &sweep,
+               const std::vector<drc::SweepCell> &cells) {
+  std::printf("%zu cells: %zu schemes x %zu depths (budget %lld parameters, "
+              "%s), learning rates and seeds as listed\n",
+              cells.size(), sweep.schemes.size(), sweep.nLayers.size(),
+              static_cast<long long>(sweep.budget),
+              sweep.budgetMode == drc::Budget::Total ? "all parameters"
+                                                     : "backbone only");
+  std::printf("%-28s %8s %8s %8s %12s %8s %10s %10s %6s\n", "cell", "n_layer",
+              "d_model", "d/L", "budget N", "dev", "steps", "lr", "seed");
+  for (const drc::SweepCell &c : cells)
+    std::printf("%-28s %8lld %8lld %8.1f %12lld %+7.2f%% %10lld %10g %6llu\n",
+                c.id.c_str(), static_cast<long long>(c.nLayer),
+                static_cast<long long>(c.shape.dModel),
+                double(c.shape.dModel) / double(c.nLayer),
+                static_cast<long long>(c.shape.params),
+                100.0 * c.shape.deviation, static_cast<long long>(c.steps),
+                c.lr, static_cast<unsigned long long>(c.seed));
+}
+
+int benchMain(int argc, char **argv) {
+  drc::CommandLine cl(argc, argv, {"data", "out"}, {"plan", "help"});
+  if (cl.printedHelp(kHelp))
+    return 0;
+  drc::SweepSpec sweep = drc::loadSweepSpec(cl.onlyPositional("GRID"));
+  std::vector<drc::SweepCell> cells = drc::planSweep(sweep);
+  if (cl.flag("plan")) {
+    printPlan(sweep, cells);
+    return 0;
+  }
+  std::filesystem::path out = cl.required("out");
+  drc::Corpus corpus =
+      drc::loadCorpus(cl.required("data"), static_cast<uint32_t>(sweep.vocab));
+  drc::HostCompiler compiler;
+  // A scheme's options and its fit to each depth are checked by
+  // instantiating it, which takes milliseconds; compiling waits for its cell.
+  std::set<std::pair<std::string, int64_t>> instantiated;
+  for (const drc::SweepCell &cell : cells) {
+    if (!instantiated.insert({cell.scheme, cell.nLayer}).second)
+      continue;
+    try {
+      compiler.lower(cell.spec, mlir::drc::CompileStage::Drc);
+    } catch (const drc::Error &e) { // the grid's options, so bad input
+      throw drc::InputError(e.what());
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(out / "cells", ec);
+  if (ec)
+    throw drc::InputError("cannot create the sweep directory " + out.string() +
+                          ": " + ec.message());
+  drc::SweepResults results(out / "results.jsonl");
+
+  auto began = std::chrono::steady_clock::now();
+  size_t done = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const drc::SweepCell &cell = cells[i];
+    if (results.find(cell)) {
+      ++done;
+      continue;
+    }
+    std::filesystem::path dir = out / "cells" / cell.id;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      throw drc::InputError("cannot create " + dir.string() + ": " +
+                            ec.message());
+    drc::writeFileAtomically((dir / "spec.toml").string(), cell.specToml);
+    std::fprintf(stderr,
+                 "drc-bench: cell %zu/%zu %s: n_layer %lld, d_model %lld, "
+                 "lr %g, seed %llu, %lld steps\n",
+                 i + 1, cells.size(), cell.id.c_str(),
+                 static_cast<long long>(cell.nLayer),
+                 static_cast<long long>(cell.shape.dModel), cell.lr,
+                 static_cast<unsigned long long>(cell.seed),
+                 static_cast<long long>(cell.steps));
+    auto model = compiler.compile(cell.spec);
+    drc::TrainOptions options;
+    options.runDir = dir;
+    options.steps = cell.steps;
+    options.seed = cell.seed;
+    options.resume = std::filesystem::exists(drc::checkpointPath(dir));
+    drc::TrainSummary summary = drc::train(*model, cell.spec, corpus, options);
+    results.add(cell, model->parameters().numParameters(), summary.final,
+                summary.wallSeconds, summary.tokensPerSecond);
+    ++done;
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count();
+    std::fprintf(stderr,
+                 "drc-bench: cell %zu/%zu %s: val_loss %.4f (%zu of %zu "
+                 "cells done, %.0f s in this run)\n",
+                 i + 1, cells.size(), cell.id.c_str(), summary.final.loss, done,
+                 cells.size(), elapsed);
+  }
+  std::printf("%zu cells done; results in %s\n", cells.size(),
+              results.file().string().c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return drc::runTool("drc-bench", benchMain, argc, argv);
+}
