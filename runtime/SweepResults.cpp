@@ -77,4 +77,14 @@ void SweepResults::add(const SweepCell &cell, int64_t parameters,
   records[cell.id] = std::move(r);
 }
 
+std::vector<JsonValue> SweepResults::list() const {
+  std::vector<JsonValue> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    out.push_back(
+        records.at(parseJson(line, path.string()).find("cell")->asString()));
+  return out;
+}
+
 } // namespace drc

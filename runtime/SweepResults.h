@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace drc {
 
@@ -32,6 +33,9 @@ public:
   /// Adds `cell`'s record and rewrites the file atomically.
   void add(const SweepCell &cell, int64_t parameters, const EvalResult &final,
            double wallSeconds, double tokensPerSecond);
+
+  /// Every record, in the order the cells finished.
+  std::vector<JsonValue> list() const;
 
   const std::filesystem::path &file() const { return path; }
 

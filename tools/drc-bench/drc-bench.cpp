@@ -2,6 +2,7 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
 #include "runtime/Corpus.h"
+#include "runtime/SweepReport.h"
 #include "runtime/SweepResults.h"
 #include "runtime/Trainer.h"
 #include "tools/common/HostCompiler.h"
@@ -13,7 +14,7 @@
 namespace {
 
 const char *const kHelp =
-    R"(usage: drc-bench GRID --data DIR --out DIR [--plan]
+    R"(usage: drc-bench GRID --data DIR --out DIR [--plan | --report]
 
 Runs the width-depth sweep that the grid GRID (docs/bench.md) describes:
 every (scheme, n_layer, learning rate, seed) cell, each at the d_model that
@@ -21,7 +22,10 @@ puts the Pre-LN model within 3% of the grid's parameter budget, trained on
 the corpus DIR (docs/data.md) with the grid's shared recipe. Cells run one
 after another; each writes DIR/cells/CELL/ (its model spec, metrics and
 checkpoint, as drc-train would), and its final validation losses go to
-DIR/results.jsonl, one JSON record per cell.
+DIR/results.jsonl, one JSON record per cell. After each cell,
+DIR/report.md (tables: loss by design and depth at each design's best
+learning rate, per domain, parameters and speed) and DIR/loss-vs-depth.svg
+(validation loss against d/L) are written again from the records.
 
 Everything that can be checked without training is checked first: the
 grid, every cell's spec, the data, and every scheme instantiated at every
@@ -33,6 +37,8 @@ options:
   --data DIR   corpus directory with one subdirectory per domain
   --out DIR    sweep directory (created if missing)
   --plan       print the cells (shapes, parameters, steps) and stop
+  --report     write report.md and the plot from DIR/results.jsonl and
+               stop (no --data needed)
   --help       this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
@@ -59,8 +65,25 @@ void printPlan(const drc::SweepSpec &sweep,
                 c.lr, static_cast<unsigned long long>(c.seed));
 }
 
+/// report.md and its plot from the records so far; a cell of `results`
+/// that is not in `cells` means the grid changed, which find() reports.
+void writeReport(const drc::SweepSpec &sweep,
+                 const std::vector<drc::SweepCell> &cells,
+                 const drc::SweepResults &results,
+                 const std::filesystem::path &out) {
+  size_t done = 0;
+  for (const drc::SweepCell &cell : cells)
+    done += results.find(cell) != nullptr;
+  std::vector<drc::SweepPoint> points = drc::bestPoints(sweep, results.list());
+  drc::writeFileAtomically((out / "loss-vs-depth.svg").string(),
+                           drc::lossPlotSvg(points));
+  drc::writeFileAtomically(
+      (out / "report.md").string(),
+      drc::sweepReport(sweep, points, done, cells.size(), "loss-vs-depth.svg"));
+}
+
 int benchMain(int argc, char **argv) {
-  drc::CommandLine cl(argc, argv, {"data", "out"}, {"plan", "help"});
+  drc::CommandLine cl(argc, argv, {"data", "out"}, {"plan", "report", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::SweepSpec sweep = drc::loadSweepSpec(cl.onlyPositional("GRID"));
@@ -70,6 +93,16 @@ int benchMain(int argc, char **argv) {
     return 0;
   }
   std::filesystem::path out = cl.required("out");
+  if (cl.flag("report")) {
+    if (!std::filesystem::exists(out / "results.jsonl"))
+      throw drc::InputError((out / "results.jsonl").string() +
+                            " does not exist: no cell of this sweep has "
+                            "finished");
+    drc::SweepResults results(out / "results.jsonl");
+    writeReport(sweep, cells, results, out);
+    std::printf("report in %s\n", (out / "report.md").string().c_str());
+    return 0;
+  }
   drc::Corpus corpus =
       drc::loadCorpus(cl.required("data"), static_cast<uint32_t>(sweep.vocab));
   drc::HostCompiler compiler;
@@ -123,6 +156,7 @@ int benchMain(int argc, char **argv) {
     drc::TrainSummary summary = drc::train(*model, cell.spec, corpus, options);
     results.add(cell, model->parameters().numParameters(), summary.final,
                 summary.wallSeconds, summary.tokensPerSecond);
+    writeReport(sweep, cells, results, out);
     ++done;
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
