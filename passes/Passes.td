@@ -159,7 +159,12 @@ def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
     hundreds of kernels in one function takes minutes to compile, as
     kernels it takes seconds. Identical kernels (the same nest on the same
     shapes, as in every layer and in both loss and train_step) are outlined
-    once. Kernels are also the unit a device backend launches.
+    once. Kernels are also the unit a device backend launches. Inside a
+    kernel, a parallel loop whose iteration runs several nests (a fused
+    region's tile: one nest per op) calls each as a step function,
+    deduplicated the same way (Sinkhorn's iterations, every layer's ops):
+    LLVM's loop passes are superlinear in the loops of one function, and
+    mHC's tiles hold hundreds.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }

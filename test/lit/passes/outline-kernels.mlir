@@ -1,0 +1,41 @@
+// RUN: drc-opt %s --drc-outline-kernels | FileCheck %s
+
+// Each top-level nest becomes a kernel; a parallel loop that runs several
+// nests per iteration (a fused region's tile) calls each as a step, and
+// identical steps (here the two scalings) are one function.
+// CHECK: func.func private @train_step_kernel0_step0({{.*}}) attributes {no_inline}
+// CHECK-NEXT: linalg.generic
+// CHECK-NOT: func.func private @train_step_kernel0_step1
+// CHECK: func.func private @train_step_kernel0_step2({{.*}}) attributes {no_inline}
+// CHECK-NEXT: linalg.fill
+// CHECK: func.func private @train_step_kernel0({{.*}}) attributes {no_inline}
+// CHECK: scf.forall
+// CHECK: call @train_step_kernel0_step0(
+// CHECK-NEXT: call @train_step_kernel0_step0(
+// CHECK-NEXT: call @train_step_kernel0_step2(
+// CHECK-LABEL: func.func @train_step(
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: call @train_step_kernel0(
+// CHECK-NEXT: return
+#id = affine_map<(d0) -> (d0)>
+func.func @train_step(%x: memref<64xf32>, %y: memref<64xf32>, %z: memref<64xf32>) {
+  %c2 = arith.constant 2.0 : f32
+  scf.forall (%t) in (4) {
+    %o = arith.muli %t, %t : index
+    %xs = memref.subview %x[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %ys = memref.subview %y[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %zs = memref.subview %z[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%xs : memref<16xf32, strided<[1], offset: ?>>) outs(%ys : memref<16xf32, strided<[1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.mulf %a, %c2 : f32
+      linalg.yield %m : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%ys : memref<16xf32, strided<[1], offset: ?>>) outs(%zs : memref<16xf32, strided<[1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.mulf %a, %c2 : f32
+      linalg.yield %m : f32
+    }
+    linalg.fill ins(%c2 : f32) outs(%xs : memref<16xf32, strided<[1], offset: ?>>)
+  }
+  return
+}
