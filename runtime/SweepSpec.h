@@ -69,8 +69,8 @@ SweepSpec parseSweepSpec(const std::string &text, const std::string &path);
 
 /// Every (scheme, depth, learning rate, seed) cell, in that nesting order.
 /// Throws InputError when a depth has no width within ±3% of the budget or
-/// a cell's spec is invalid; `specPath(cell id)` names each cell's spec in
-/// messages.
+/// a cell's spec is invalid (located as "GRID (cell ID):line:col" in the
+/// cell's spec text).
 std::vector<SweepCell> planSweep(const SweepSpec &sweep);
 
 } // namespace drc

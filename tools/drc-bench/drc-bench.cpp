@@ -65,8 +65,7 @@ void printPlan(const drc::SweepSpec &sweep,
                 c.lr, static_cast<unsigned long long>(c.seed));
 }
 
-/// report.md and its plot from the records so far; a cell of `results`
-/// that is not in `cells` means the grid changed, which find() reports.
+/// report.md and its plot from the records of the grid's cells so far.
 void writeReport(const drc::SweepSpec &sweep,
                  const std::vector<drc::SweepCell> &cells,
                  const drc::SweepResults &results,
