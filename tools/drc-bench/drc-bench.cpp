@@ -20,7 +20,9 @@ Runs the width-depth sweep that the grid GRID (docs/bench.md) describes:
 every (scheme, n_layer, learning rate, seed) cell, each at the d_model that
 puts the Pre-LN model within 3% of the grid's parameter budget, trained on
 the corpus DIR (docs/data.md) with the grid's shared recipe. Cells run one
-after another; each writes DIR/cells/CELL/ (its model spec, metrics and
+after another, each with drc-train's progress line; a line per finished
+cell gives its loss, the cells done and a rough estimate of the time left.
+Each cell writes DIR/cells/CELL/ (its model spec, metrics and
 checkpoint, as drc-train would), and its final validation losses go to
 DIR/results.jsonl, one JSON record per cell. After each cell,
 DIR/report.md (tables: loss by design and depth at each design's best
@@ -125,7 +127,7 @@ int benchMain(int argc, char **argv) {
   drc::SweepResults results(out / "results.jsonl");
 
   auto began = std::chrono::steady_clock::now();
-  size_t done = 0;
+  size_t done = 0, ranHere = 0;
   for (size_t i = 0; i < cells.size(); ++i) {
     const drc::SweepCell &cell = cells[i];
     if (results.find(cell)) {
@@ -157,14 +159,21 @@ int benchMain(int argc, char **argv) {
                 summary.wallSeconds, summary.tokensPerSecond);
     writeReport(sweep, cells, results, out);
     ++done;
+    ++ranHere;
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
             .count();
+    // The cells left at this run's mean time per cell (compiles included):
+    // a rough guide, since deeper and multi-stream cells take longer.
+    double left = elapsed / ranHere * double(cells.size() - done);
+    char eta[32];
+    std::snprintf(eta, sizeof eta, left < 90 ? "%.0f s" : "%.0f min",
+                  left < 90 ? left : left / 60);
     std::fprintf(stderr,
                  "drc-bench: cell %zu/%zu %s: val_loss %.4f (%zu of %zu "
-                 "cells done, %.0f s in this run)\n",
+                 "cells done, %.0f s in this run, about %s left)\n",
                  i + 1, cells.size(), cell.id.c_str(), summary.final.loss, done,
-                 cells.size(), elapsed);
+                 cells.size(), elapsed, eta);
   }
   std::printf("%zu cells done; results in %s\n", cells.size(),
               results.file().string().c_str());
