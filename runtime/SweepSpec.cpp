@@ -44,8 +44,8 @@ std::string tomlText(const toml::table &table) {
   return os.str();
 }
 
-/// A positive integer key of a shared table (0 when absent or mistyped: the
-/// cell spec's own validation then reports it).
+/// An integer key of a shared table, 0 when absent or not an integer (the
+/// callers then say it must be set).
 int64_t integerOf(const toml::table &table, const std::string &key) {
   return table.get(key) && table.get(key)->is_integer()
              ? table.get(key)->as_integer()->get()
