@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -37,15 +36,9 @@ void readResidual(const std::string &path, const toml::table &table,
         residual.schemeFile = librarySchemeFile(at, value);
         continue;
       }
-      std::filesystem::path file(value);
-      if (file.is_relative())
-        file = std::filesystem::path(path).parent_path() / file;
-      if (!std::filesystem::is_regular_file(file))
-        throw InputError(at + ": [residual] scheme_file '" + value +
-                         "' does not exist (looked for " + file.string() +
-                         "; a relative path is relative to the spec)");
       residual.scheme.clear();
-      residual.schemeFile = file.string();
+      residual.schemeFile =
+          userSchemeFile(at, value, path, "[residual] scheme_file", "spec");
       continue;
     }
     SchemeOption option{k, SchemeOption::Kind::Integer, 0, 0, at};
@@ -130,6 +123,19 @@ std::string librarySchemeFile(const std::string &at, const std::string &name,
                    ", or set scheme_file = \"path.mlir\" for your own");
 }
 
+std::string userSchemeFile(const std::string &at, const std::string &value,
+                           const std::string &file, const std::string &what,
+                           const std::string &fileKind) {
+  std::filesystem::path scheme(value);
+  if (scheme.is_relative())
+    scheme = std::filesystem::path(file).parent_path() / scheme;
+  if (!std::filesystem::is_regular_file(scheme))
+    throw InputError(at + ": " + what + " '" + value +
+                     "' does not exist (looked for " + scheme.string() +
+                     "; a relative path is relative to the " + fileKind + ")");
+  return scheme.string();
+}
+
 int64_t defaultFFNWidth(int64_t dModel) {
   return 16 * ((8 * dModel + 47) / 48);
 }
@@ -195,12 +201,7 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
 }
 
 ModelSpec loadModelSpec(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path + ": cannot open the model spec");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseModelSpec(text.str(), path);
+  return parseModelSpec(readInputFile(path, "model spec"), path);
 }
 
 std::string modelFingerprint(const ModelSpec &spec) {

@@ -86,6 +86,13 @@ std::string schemeLibraryDirectory();
 std::string librarySchemeFile(const std::string &at, const std::string &name,
                               const std::string &what = "[residual] scheme");
 
+/// A user's scheme file `value`, set by the key `what` at `at` in `file` (a
+/// "spec" or "grid", its `fileKind`): relative paths are relative to that
+/// file. Throws an InputError saying where it looked when it is missing.
+std::string userSchemeFile(const std::string &at, const std::string &value,
+                           const std::string &file, const std::string &what,
+                           const std::string &fileKind);
+
 /// The default FFN width of ARCHITECTURES.md: 8d/3 rounded up to 16.
 int64_t defaultFFNWidth(int64_t dModel);
 

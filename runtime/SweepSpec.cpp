@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -181,15 +180,11 @@ SweepScheme readScheme(const std::string &path, const toml::table &entry,
                          ": [[scheme]] scheme_file must be a string, "
                          "found " +
                          typeName(node));
-      std::filesystem::path file(node.as_string()->get());
-      if (file.is_relative())
-        file = std::filesystem::path(path).parent_path() / file;
-      if (!std::filesystem::is_regular_file(file))
-        throw InputError(at + ": [[scheme]] scheme_file '" +
-                         node.as_string()->get() +
-                         "' does not exist (looked for " + file.string() +
-                         "; a relative path is relative to the grid)");
-      residual.insert(k, std::filesystem::absolute(file).string());
+      // Absolute: the cell specs live elsewhere.
+      residual.insert(k, std::filesystem::absolute(
+                             userSchemeFile(at, node.as_string()->get(), path,
+                                            "[[scheme]] scheme_file", "grid"))
+                             .string());
     } else {
       residual.insert(k, node); // a scheme option, checked when compiled
     }
@@ -286,12 +281,7 @@ SweepSpec parseSweepSpec(const std::string &text, const std::string &path) {
 }
 
 SweepSpec loadSweepSpec(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path + ": cannot open the sweep grid");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseSweepSpec(text.str(), path);
+  return parseSweepSpec(readInputFile(path, "sweep grid"), path);
 }
 
 std::vector<SweepCell> planSweep(const SweepSpec &sweep) {

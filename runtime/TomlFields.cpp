@@ -4,6 +4,7 @@
 #include "runtime/Error.h"
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 namespace drc {
@@ -142,6 +143,15 @@ toml::table parseToml(const std::string &text, const std::string &path) {
     throw InputError(where(path, e.source()) + ": " +
                      std::string(e.description()));
   }
+}
+
+std::string readInputFile(const std::string &path, const std::string &what) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path + ": cannot open the " + what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 } // namespace drc

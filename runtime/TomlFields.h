@@ -68,6 +68,10 @@ struct Validator {
 /// Parses `text` as TOML; a syntax error is an InputError at its place.
 toml::table parseToml(const std::string &text, const std::string &path);
 
+/// The text of the input file `path`; an InputError "path: cannot open the
+/// `what`" when it cannot be read.
+std::string readInputFile(const std::string &path, const std::string &what);
+
 } // namespace drc
 
 #endif // DRC_RUNTIME_TOMLFIELDS_H
