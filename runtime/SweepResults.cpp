@@ -5,7 +5,6 @@
 #include "runtime/Error.h"
 
 #include <fstream>
-#include <sstream>
 
 namespace drc {
 
@@ -24,6 +23,8 @@ SweepResults::SweepResults(std::filesystem::path file) : path(std::move(file)) {
     if (!record.isObject() || !cell || !cell->isString())
       throw InputError(path.string() + ":" + std::to_string(number) +
                        ": not a drc-bench result record (no \"cell\")");
+    if (!records.count(cell->asString()))
+      order.push_back(cell->asString());
     records[cell->asString()] = std::move(record);
     text += line + "\n";
   }
@@ -74,16 +75,15 @@ void SweepResults::add(const SweepCell &cell, int64_t parameters,
   r.set("spec", cell.specToml);
   text += toJson(r) + "\n";
   writeFileAtomically(path.string(), text);
+  if (!records.count(cell.id))
+    order.push_back(cell.id);
   records[cell.id] = std::move(r);
 }
 
 std::vector<JsonValue> SweepResults::list() const {
   std::vector<JsonValue> out;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line))
-    out.push_back(
-        records.at(parseJson(line, path.string()).find("cell")->asString()));
+  for (const std::string &id : order)
+    out.push_back(records.at(id));
   return out;
 }
 

@@ -43,6 +43,7 @@ private:
   std::filesystem::path path;
   std::string text; ///< the file as written, one record per line
   std::map<std::string, JsonValue> records;
+  std::vector<std::string> order; ///< cell ids, first record first
 };
 
 } // namespace drc
