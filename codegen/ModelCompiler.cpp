@@ -89,6 +89,7 @@ mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
   PassManager pm(&context);
   TrainPipelineOptions train = trainPipelineOptions(spec);
   train.fuseTokenLocal = fuseTokenLocal;
+  train.differentiate = !options.probes;
   buildTrainStepPipeline(pm, train);
   if (stage == CompileStage::Fused && fuseTokenLocal)
     pm.addPass(createFuseTokenLocal());
@@ -117,13 +118,23 @@ CpuModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
 FailureOr<std::unique_ptr<CpuModel>>
 CpuModel::compileModule(ModuleOp module, int64_t tokens,
                         const TrainPipelineOptions &train) {
-  MLIRContext *context = module.getContext();
   std::vector<double> weights;
   if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
     for (unsigned i = 0; i < loss.getNumResults(); ++i) {
       auto w = loss.getResultAttrOfType<FloatAttr>(i, kObjectiveWeightAttr);
       weights.push_back(w ? w.getValueAsDouble() : 1.0);
     }
+  FailureOr<HostProgram> program = compileForHost(module, train);
+  if (failed(program))
+    return failure();
+  return std::unique_ptr<CpuModel>(new CpuModel(std::move(program->table),
+                                                tokens, std::move(weights),
+                                                std::move(program->jit)));
+}
+
+FailureOr<HostProgram>
+mlir::drc::compileForHost(ModuleOp module, const TrainPipelineOptions &train) {
+  MLIRContext *context = module.getContext();
   PassManager pm(context);
   buildTrainStepPipeline(pm, train);
   if (failed(pm.run(module)))
@@ -143,14 +154,10 @@ CpuModel::compileModule(ModuleOp module, int64_t tokens,
   auto jit = CpuJit::create(module, std::move(*shapes));
   if (failed(jit))
     return failure();
-  return std::unique_ptr<CpuModel>(new CpuModel(
-      std::move(table), tokens, std::move(weights), std::move(*jit)));
+  return HostProgram{std::move(table), std::move(*jit)};
 }
 
-/// Flush-to-zero and denormals-are-zero for the calling thread, as GPUs do
-/// for training: underflowing softmax tails and moments would otherwise hit
-/// the slow denormal path. Results stay deterministic.
-static void flushDenormals() {
+void mlir::drc::flushDenormals() {
   constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;
   _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero);
 }

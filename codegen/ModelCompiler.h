@@ -41,6 +41,22 @@ compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
                CompileStage stage, const ImportOptions &options = {},
                bool fuseTokenLocal = true);
 
+/// A module compiled and JIT-linked for the host CPU.
+struct HostProgram {
+  ::drc::ParameterTable table;
+  std::unique_ptr<CpuJit> jit;
+};
+
+/// Runs a topology-level module (its drc.param declarations and forward
+/// functions) through the pipelines and the JIT.
+FailureOr<HostProgram> compileForHost(ModuleOp module,
+                                      const TrainPipelineOptions &train);
+
+/// Flush-to-zero and denormals-are-zero for the calling thread, as GPUs do
+/// for training: underflowing softmax tails and moments would otherwise hit
+/// the slow denormal path. Results stay deterministic.
+void flushDenormals();
+
 /// A model compiled and JIT-linked for the host CPU.
 class CpuModel : public ::drc::ModelProgram {
 public:

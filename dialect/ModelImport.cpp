@@ -129,6 +129,29 @@ depthCacheResults(func::FuncOp read) {
   return std::optional<std::pair<unsigned, unsigned>>({*keys, *values});
 }
 
+/// Which result of @read a scheme marks as the coefficient that maps the
+/// streams of the state from one sublayer to the next (`{drc.transport =
+/// "coef"}`: the state is mixed by it, new = C^T old; `"transposed_coef"`:
+/// mixed with transpose_coef, new = C old), and whether it is transposed.
+FailureOr<std::optional<std::pair<unsigned, bool>>>
+transportResult(func::FuncOp read) {
+  std::optional<std::pair<unsigned, bool>> found;
+  for (unsigned i = 0; i < read.getNumResults(); ++i) {
+    Attribute mark = read.getResultAttr(i, kTransportAttr);
+    if (!mark)
+      continue;
+    auto how = dyn_cast<StringAttr>(mark);
+    if (found || i == 0 || !how ||
+        (how.getValue() != "coef" && how.getValue() != "transposed_coef"))
+      return read.emitError()
+             << "@read may mark one result after u {" << kTransportAttr
+             << " = \"coef\"} (the state is mixed by it) or {" << kTransportAttr
+             << " = \"transposed_coef\"} (mixed with transpose_coef)";
+    found = {i, how.getValue() == "transposed_coef"};
+  }
+  return found;
+}
+
 /// Built-in sizes plus the scheme's options, with the spec's values.
 FailureOr<StaticValues> modelStatics(MLIRContext &context, const Scheme &scheme,
                                      const ::drc::ModelSpec &spec) {
@@ -280,10 +303,18 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     return residual.call(b, "embed", h0, *statics, "embed.", "the embedding");
   };
 
+  auto transport =
+      transportResult(scheme->module->lookupSymbol<func::FuncOp>("read"));
+  if (failed(transport))
+    return failure();
+
   // Sublayer k (block `block`) reads the state, runs, and writes it back; its
-  // parameters are named `prefix` + attn. or ffn. + name.
+  // parameters are named `prefix` + attn. or ffn. + name. With `transports`,
+  // the coefficient @read marks {drc.transport} is appended to it.
   auto sublayer = [&](SmallVector<Value> &state, int64_t k, int64_t block,
-                      const std::string &prefix) -> LogicalResult {
+                      const std::string &prefix,
+                      SmallVector<Value> *transports =
+                          nullptr) -> LogicalResult {
     bool attention = k % 2 == 0;
     std::string at = prefix + (attention ? "attn." : "ffn.");
     std::string context = "sublayer " + std::to_string(k) + " (block " +
@@ -324,6 +355,8 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
       Value w2 = mb.matrix(at + "w2", {d, m.dFF}, valueInit);
       f = SwiGLUOp::create(b, loc, hidden, u, w1, w3, w2);
     }
+    if (transports && *transport)
+      transports->push_back((*read)[(*transport)->first]);
     SmallVector<Value> carried(llvm::drop_begin(*read));
     carried.push_back(f);
     FailureOr<SmallVector<Value>> written =
@@ -334,11 +367,10 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     return success();
   };
 
-  // The LM loss of a final state against `labels`: readout (weights
-  // `readout` + name), final norm `norm`, the shared W_U.
-  Value unembed;
-  auto lmLoss = [&](ArrayRef<Value> state, StringRef readout, StringRef norm,
-                    Value labels) -> FailureOr<Value> {
+  // The hidden state the final norm reads: @readout of `state` (weights
+  // `readout` + name), or the state itself.
+  auto readoutOf = [&](ArrayRef<Value> state,
+                       StringRef readout) -> FailureOr<Value> {
     Value h = state.front();
     if (residual.has("readout")) {
       FailureOr<SmallVector<Value>> out =
@@ -353,14 +385,28 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     }
     if (failed(expectHidden(h, residual.has("readout") ? "readout" : "write")))
       return failure();
+    return h;
+  };
+
+  // The LM head: final norm `norm`, then the shared W_U.
+  Value unembed;
+  auto logitsOf = [&](Value h, StringRef norm) -> Value {
     Value gain = mb.gain(norm);
     if (!unembed)
       unembed = mb.matrix("unembed.weight", {m.vocab, d});
     Value x = RMSNormOp::create(b, loc, hidden, h, gain,
                                 b.getF64FloatAttr(m.normEps));
-    Value logits =
-        LinearOp::create(b, loc, mb.tensor({n, m.vocab}), x, unembed);
-    return CrossEntropyOp::create(b, loc, lossType, logits, labels).getResult();
+    return LinearOp::create(b, loc, mb.tensor({n, m.vocab}), x, unembed);
+  };
+
+  // The LM loss of a final state against `labels`.
+  auto lmLoss = [&](ArrayRef<Value> state, StringRef readout, StringRef norm,
+                    Value labels) -> FailureOr<Value> {
+    FailureOr<Value> h = readoutOf(state, readout);
+    if (failed(h))
+      return failure();
+    return CrossEntropyOp::create(b, loc, lossType, logitsOf(*h, norm), labels)
+        .getResult();
   };
 
   FailureOr<SmallVector<Value>> state = embed(tokens);
@@ -421,9 +467,208 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     fn.setResultAttr(1, kObjectiveWeightAttr, b.getF64FloatAttr(**mtpWeight));
   func::ReturnOp::create(b, loc, losses);
 
+  SmallVector<func::FuncOp> functions{fn};
+  if (options.probes) {
+    int64_t L = m.nLayer;
+    bool ownDepthState = residual.has("depth_state");
+    // z_b of `state` entering block b (b = L: the final state).
+    auto depthState = [&](ArrayRef<Value> state,
+                          int64_t block) -> FailureOr<Value> {
+      // The final mix of an AttnRes-style scheme is its readout.
+      if (ownDepthState && block == L)
+        return readoutOf(state, "final.");
+      if (!ownDepthState) {
+        auto type = cast<RankedTensorType>(state.front().getType());
+        int64_t width = 1;
+        for (int64_t size : type.getShape().drop_front())
+          width *= size;
+        return ViewOp::create(b, loc, mb.tensor({n, width}), state.front(),
+                              ValueRange{})
+            .getResult();
+      }
+      StaticValues here = *statics;
+      here[b.getStringAttr("k")] = b.getIndexAttr(2 * block);
+      here[b.getStringAttr("b")] = b.getIndexAttr(block);
+      here[b.getStringAttr("j")] = b.getIndexAttr(0);
+      std::string prefix = "blocks." + std::to_string(block) + ".attn.";
+      std::string context =
+          "the depth state entering block " + std::to_string(block);
+      FailureOr<SmallVector<Value>> z =
+          residual.call(b, "depth_state", state, here, prefix, context);
+      if (failed(z))
+        return failure();
+      if (z->size() != 1 || z->front().getType() != hidden)
+        return scheme->module->lookupSymbol("depth_state")->emitError()
+               << "@depth_state must return one hidden state of type " << hidden
+               << " (tokens x d_model)";
+      return z->front();
+    };
+    // Rows [N, w] of one width as tensor<N x rows x w>.
+    auto stack = [&](ArrayRef<Value> rows, StringRef what) -> FailureOr<Value> {
+      int64_t width =
+          cast<RankedTensorType>(rows.front().getType()).getDimSize(1);
+      SmallVector<Value> views;
+      for (Value row : rows) {
+        if (cast<RankedTensorType>(row.getType()).getDimSize(1) != width)
+          return scheme->module->emitError()
+                 << "the " << what << " of scheme " << scheme->name
+                 << " change width from block to block (" << width << ", then "
+                 << row.getType()
+                 << "); define @depth_state(state...) -> tensor<N x d> for "
+                    "the layer probes (docs/schemes.md)";
+        views.push_back(ViewOp::create(b, loc, mb.tensor({n, 1, width}), row,
+                                       ValueRange{}));
+      }
+      return AppendOp::create(
+                 b, loc, mb.tensor({n, int64_t(rows.size()), width}), views)
+          .getResult();
+    };
+    // A function (tokens, targets) -> (...) of the probe module; `body`
+    // builds its results from its arguments.
+    auto define =
+        [&](StringRef name,
+            function_ref<FailureOr<SmallVector<Value>>(Value, Value)> body)
+        -> LogicalResult {
+      auto f = func::FuncOp::create(
+          loc, name, b.getFunctionType({tokenType, tokenType}, {}));
+      module->push_back(f);
+      Block *block = f.addEntryBlock();
+      b.setInsertionPointToStart(block);
+      table = unembed = Value();
+      FailureOr<SmallVector<Value>> results =
+          body(block->getArgument(0), block->getArgument(1));
+      if (failed(results))
+        return failure();
+      f.setType(b.getFunctionType(f.getArgumentTypes(),
+                                  ValueRange(*results).getTypes()));
+      func::ReturnOp::create(b, loc, *results);
+      functions.push_back(f);
+      return success();
+    };
+    // The model on `ids` without block `skip` (none: -1); `atBlock(b, S)`
+    // sees the state entering each block b, and the final one (b = L).
+    auto forward =
+        [&](Value ids, int64_t skip, SmallVector<Value> *transports,
+            function_ref<LogicalResult(int64_t, ArrayRef<Value>)> atBlock)
+        -> FailureOr<SmallVector<Value>> {
+      FailureOr<SmallVector<Value>> state = embed(ids);
+      if (failed(state))
+        return failure();
+      for (int64_t block = 0; block <= L; ++block) {
+        if (failed(atBlock(block, *state)))
+          return failure();
+        if (block == L || block == skip)
+          continue;
+        std::string prefix = "blocks." + std::to_string(block) + ".";
+        for (int64_t k : {2 * block, 2 * block + 1})
+          if (failed(sublayer(*state, k, block, prefix, transports)))
+            return failure();
+      }
+      return state;
+    };
+
+    LogicalResult built = define(
+        "probe", [&](Value ids, Value labels) -> FailureOr<SmallVector<Value>> {
+          SmallVector<Value> zs, lens, transports;
+          FailureOr<SmallVector<Value>> final = forward(
+              ids, -1, &transports,
+              [&](int64_t block, ArrayRef<Value> state) -> LogicalResult {
+                FailureOr<Value> z = depthState(state, block);
+                if (failed(z))
+                  return failure();
+                zs.push_back(*z);
+                FailureOr<Value> h =
+                    ownDepthState ? *z : readoutOf(state, "final.");
+                if (failed(h))
+                  return failure();
+                lens.push_back(logitsOf(*h, "final_norm.gain"));
+                return success();
+              });
+          if (failed(final))
+            return failure();
+          FailureOr<Value> states = stack(zs, "depth states");
+          FailureOr<Value> lensLogits = stack(lens, "logit lens");
+          FailureOr<Value> loss =
+              lmLoss(*final, "final.", "final_norm.gain", labels);
+          if (failed(states) || failed(lensLogits) || failed(loss))
+            return failure();
+          SmallVector<Value> results{*states, *lensLogits};
+          if (!transports.empty()) {
+            // T_k = C_k^T for a state mixed by drc.mix (C_k read transposed:
+            // C_k itself), formed per token by mixing the identity: I_n shifted
+            // onto zeros with a token dimension (0 z_0 through a zero
+            // projection).
+            int64_t streams =
+                cast<RankedTensorType>(transports.front().getType())
+                    .getShape()
+                    .back();
+            auto constant = [&](ArrayRef<int64_t> shape, auto value) -> Value {
+              auto type = mb.tensor(shape);
+              SmallVector<Attribute> values;
+              for (int64_t i = 0; i < type.getNumElements(); ++i)
+                values.push_back(FloatAttr::get(element, value(i)));
+              return arith::ConstantOp::create(
+                  b, loc, type, DenseElementsAttr::get(type, values));
+            };
+            int64_t width =
+                cast<RankedTensorType>(zs.front().getType()).getDimSize(1);
+            Value zero = LinearOp::create(
+                b, loc, mb.tensor({n, streams * streams}), zs.front(),
+                constant({streams * streams, width},
+                         [](int64_t) { return 0.0; }));
+            auto eyeType = mb.tensor({n, streams, streams});
+            Value identity = ShiftOp::create(
+                b, loc, eyeType,
+                ViewOp::create(b, loc, eyeType, zero, ValueRange{}),
+                constant({streams, streams}, [&](int64_t i) {
+                  return i / streams == i % streams ? 1.0 : 0.0;
+                }));
+            SmallVector<Value> maps;
+            for (Value coef : transports) {
+              auto map = MixOp::create(b, loc, eyeType, identity, coef,
+                                       (*transport)->second);
+              maps.push_back(ViewOp::create(b, loc,
+                                            mb.tensor({n, streams * streams}),
+                                            map, ValueRange{}));
+            }
+            FailureOr<Value> stacked = stack(maps, "stream maps");
+            if (failed(stacked))
+              return failure();
+            results.push_back(*stacked);
+          }
+          results.push_back(*loss);
+          return results;
+        });
+    for (int64_t skip = 0; succeeded(built) && skip < L; ++skip)
+      built = define(
+          "skip_" + std::to_string(skip),
+          [&](Value ids, Value labels) -> FailureOr<SmallVector<Value>> {
+            SmallVector<Value> zs;
+            FailureOr<SmallVector<Value>> final = forward(
+                ids, skip, nullptr,
+                [&](int64_t block, ArrayRef<Value> state) -> LogicalResult {
+                  FailureOr<Value> z = depthState(state, block);
+                  if (succeeded(z))
+                    zs.push_back(*z);
+                  return success(succeeded(z));
+                });
+            if (failed(final))
+              return failure();
+            FailureOr<Value> states = stack(zs, "depth states");
+            FailureOr<Value> loss =
+                lmLoss(*final, "final.", "final_norm.gain", labels);
+            if (failed(states) || failed(loss))
+              return failure();
+            return SmallVector<Value>{*states, *loss};
+          });
+    if (failed(built))
+      return failure();
+  }
+
   // Compile-time scalars and unused template results are dead now.
   SmallVector<Operation *> ops;
-  fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (func::FuncOp f : functions)
+    f.walk([&](Operation *op) { ops.push_back(op); });
   for (Operation *op : llvm::reverse(ops))
     if (isOpTriviallyDead(op))
       op->erase();

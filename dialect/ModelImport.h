@@ -22,7 +22,26 @@ struct ImportOptions {
   bool useF64 = false;
   /// Tokens per call of the generated functions; 0 means batch x seq_len.
   int64_t tokens = 0;
+  /// Also build the forward functions the layer probes run (below).
+  bool probes = false;
 };
+
+/// A probe module (ImportOptions::probes) has, besides `@loss`, the
+/// functions of ARCHITECTURES.md §4.3 over the depth states z_0 ... z_L:
+///
+///   @probe(tokens, targets) -> (states, lens[, transports], loss)
+///   @skip_<s>(tokens, targets) -> (states, loss)    for each block s
+///
+/// `states` is tensor<N x (L+1) x Z>: z_b is the scheme's @depth_state of
+/// the state entering block b (z_L: @readout of the final state), or by
+/// default the first state value flattened. `lens` is tensor<N x (L+1) x
+/// vocab>: the logit lens of each z_b through the final norm and W_U (after
+/// @readout when z_b is the state itself). `transports` (when @read marks a
+/// result {drc.transport}) is tensor<N x 2L x n*n>: each sublayer's stream map
+/// T_k, row-major, new stream i = sum_j T_k[i][j] old stream j. @skip_<s> runs
+/// the model without block s: the state passes it unchanged (an AttnRes bank
+/// gets no rows from it, later reads are recomputed).
+inline constexpr llvm::StringLiteral kTransportAttr = "drc.transport";
 
 /// Marks the drc.param ops a residual scheme adds to the backbone.
 inline constexpr llvm::StringLiteral kResidualAttr = "drc.residual";

@@ -3,6 +3,9 @@
 // After this pass every function takes only memrefs and returns nothing:
 //   loss(params, tokens, targets, out)
 //   train_step(params, grads, adam_m, adam_v, tokens, targets, lr, step, out)
+//   probe(params, tokens, targets, states, lens, [transports,] out)
+// A result with dimensions gets a buffer of its own, in order, before `out`,
+// which receives the scalar results.
 // Parameters are views of the flat buffers laid out by ParameterLayout; AdamW
 // (with global-norm clipping) runs in place over the decay and no-decay
 // ranges. Tensor code reads the buffers through restrict to_tensor views.
@@ -193,10 +196,22 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
     entry.eraseArgument(pos + 1);
     ++pos;
   }
-  // The out buffer receives the scalar results.
-  BlockArgument out = entry.addArgument(
-      MemRefType::get({static_cast<int64_t>(resultTypes.size())}, element),
-      loc);
+  // Each result with dimensions (a probe's depth states) is written to a
+  // buffer of its own; the out buffer, last, receives the scalar results.
+  SmallVector<Value> resultBuffers;
+  int64_t scalars = 0;
+  for (Type t : resultTypes) {
+    auto type = cast<RankedTensorType>(t);
+    if (type.getRank() == 0) {
+      resultBuffers.push_back(Value());
+      ++scalars;
+    } else {
+      resultBuffers.push_back(entry.addArgument(
+          MemRefType::get(type.getShape(), type.getElementType()), loc));
+    }
+  }
+  BlockArgument out =
+      entry.addArgument(MemRefType::get({scalars}, element), loc);
 
   SmallVector<Operation *> stateOps;
   fn.walk([&](Operation *op) {
@@ -221,10 +236,9 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
       Value lr = tensor::ExtractOp::create(b, l, adamw.getLr(), ValueRange{});
       Value step =
           tensor::ExtractOp::create(b, l, adamw.getStep(), ValueRange{});
-      Value normSlot = memref::SubViewOp::create(
-          b, l, out,
-          ArrayRef<int64_t>{static_cast<int64_t>(resultTypes.size()) - 1},
-          ArrayRef<int64_t>{1}, ArrayRef<int64_t>{1});
+      Value normSlot =
+          memref::SubViewOp::create(b, l, out, ArrayRef<int64_t>{scalars - 1},
+                                    ArrayRef<int64_t>{1}, ArrayRef<int64_t>{1});
       Value normScalar = memref::CollapseShapeOp::create(
           b, l, normSlot, ArrayRef<ReassociationIndices>{});
       lowerAdamW(b, adamw, layout, buf, lr, step, normScalar);
@@ -235,7 +249,16 @@ LogicalResult bindFunction(func::FuncOp fn, const ParameterLayout &layout,
           return adamw.emitError(
               "drc-bind-buffers: the gradient norm may only be returned");
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      int64_t slot = 0;
+      for (auto [v, buffer] : llvm::zip(ret.getOperands(), resultBuffers)) {
+        if (buffer) {
+          auto m = bufferization::MaterializeInDestinationOp::create(
+              b, l, TypeRange{}, v, buffer);
+          m.setRestrict(true);
+          m.setWritable(true);
+          continue;
+        }
+        int64_t i = slot++;
         if (v.getDefiningOp<AdamWOp>())
           continue;
         Value scalar = tensor::ExtractOp::create(b, l, v, ValueRange{});

@@ -34,9 +34,12 @@ struct TrainPipelineOptions {
   bool fuseTokenLocal = true;
   /// Tokens per fused tile (0: drc-fuse-token-local picks).
   int64_t fuseTileTokens = 0;
+  /// Build train_step from @loss (off: a forward-only module, the probes').
+  bool differentiate = true;
 };
 
-/// Topology IR -> train_step and loss on tensors of kernel-level drc ops.
+/// Topology IR -> train_step and loss on tensors of kernel-level drc ops
+/// (the forward functions alone when options.differentiate is off).
 void buildTrainStepPipeline(OpPassManager &pm,
                             const TrainPipelineOptions &options);
 

@@ -13,6 +13,8 @@ void mlir::drc::buildTrainStepPipeline(OpPassManager &pm,
   // A scheme may repeat a sublayer's projection (MoDA caches W_k u and W_v
   // u): merged before autodiff, the backward computes it once too.
   pm.addPass(createCSEPass());
+  if (!options.differentiate)
+    return;
   AutodiffOptions autodiff;
   autodiff.beta1 = options.beta1;
   autodiff.beta2 = options.beta2;

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace drc {
 
@@ -13,6 +14,12 @@ std::string formatNumber(double value) {
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   return std::string(buf, end);
+}
+
+std::string formatFixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
 }
 
 //===----------------------------------------------------------------------===//

@@ -21,6 +21,9 @@ namespace drc {
 /// "1e-08", "3"). Exposed for other text formats (manifests).
 std::string formatNumber(double value);
 
+/// `value` with `digits` decimals ("2.0072"), for tables in reports.
+std::string formatFixed(double value, int digits);
+
 /// A JSON value. Objects keep their members in insertion order so that
 /// written files are stable and readable; keys are unique.
 class JsonValue {

@@ -1,6 +1,8 @@
 //===- SweepReport.cpp - report.md and plots from a sweep's records -------===//
 #include "runtime/SweepReport.h"
 
+#include "runtime/ProbeReport.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,12 +14,6 @@
 
 namespace drc {
 namespace {
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
 
 /// Line colours of the plot, one per design in order (Okabe-Ito, readable
 /// for colour-blind readers).
@@ -49,6 +45,8 @@ std::vector<SweepPoint> bestPoints(const SweepSpec &sweep,
         p.nLayer = nLayer;
         p.lr = lr;
         p.seeds = static_cast<int>(it->second.size());
+        if (const JsonValue *cell = it->second.front()->find("cell"))
+          p.cell = cell->asString();
         std::map<std::string, double> domains;
         for (const JsonValue *r : it->second) {
           p.dModel = r->find("d_model")->asInt64();
@@ -66,6 +64,18 @@ std::vector<SweepPoint> bestPoints(const SweepSpec &sweep,
         points.push_back(std::move(best));
     }
   return points;
+}
+
+std::string svgFigureStart(double width, double height,
+                           const std::string &title) {
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+      << "\" height=\"" << height << "\" font-family=\"sans-serif\" "
+      << "font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << width / 2 << "\" y=\"18\" text-anchor=\"middle\">"
+      << title << "</text>\n";
+  return svg.str();
 }
 
 std::string lossPlotSvg(const std::vector<SweepPoint> &points) {
@@ -91,12 +101,9 @@ std::string lossPlotSvg(const std::vector<SweepPoint> &points) {
     return top + (yMax - y) / (yMax - yMin) * (height - top - bottom);
   };
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
-      << "\" height=\"" << height << "\" font-family=\"sans-serif\" "
-      << "font-size=\"12\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << width / 2 << "\" y=\"18\" text-anchor=\"middle\">"
-      << "final validation loss against d/L (best learning rate)</text>\n";
+  svg << svgFigureStart(width, height,
+                        "final validation loss against d/L (best learning "
+                        "rate)");
   // Axes, with ticks at the measured d/L values and at 5 loss levels.
   double x0 = left, x1 = width - right, y0 = height - bottom, y1 = top;
   svg << "<path d=\"M" << x0 << " " << y1 << " V" << y0 << " H" << x1
@@ -106,14 +113,14 @@ std::string lossPlotSvg(const std::vector<SweepPoint> &points) {
     ratios.insert(double(p.dModel) / double(p.nLayer));
   for (double r : ratios)
     svg << "<text x=\"" << sx(std::log(r)) << "\" y=\"" << y0 + 16
-        << "\" text-anchor=\"middle\">" << fixed(r, 1) << "</text>\n";
+        << "\" text-anchor=\"middle\">" << formatFixed(r, 1) << "</text>\n";
   svg << "<text x=\"" << (x0 + x1) / 2 << "\" y=\"" << height - 10
       << "\" text-anchor=\"middle\">d/L (log scale; deeper and narrower "
          "to the left)</text>\n";
   for (int i = 0; i <= 4; ++i) {
     double y = yMin + (yMax - yMin) * i / 4;
     svg << "<text x=\"" << x0 - 6 << "\" y=\"" << sy(y) + 4
-        << "\" text-anchor=\"end\">" << fixed(y, 3) << "</text>\n";
+        << "\" text-anchor=\"end\">" << formatFixed(y, 3) << "</text>\n";
   }
   std::vector<std::string> order;
   for (const SweepPoint &p : points)
@@ -150,7 +157,8 @@ std::string lossPlotSvg(const std::vector<SweepPoint> &points) {
 
 std::string sweepReport(const SweepSpec &sweep,
                         const std::vector<SweepPoint> &points, size_t cellsDone,
-                        size_t cellsTotal, const std::string &plotFile) {
+                        size_t cellsTotal, const std::string &plotFile,
+                        const std::map<std::string, JsonValue> &probes) {
   std::ostringstream md;
   md << "# Width-depth sweep: " << sweep.path << "\n\n"
      << cellsDone << " of " << cellsTotal << " cells done. Budget "
@@ -169,7 +177,7 @@ std::string sweepReport(const SweepSpec &sweep,
     widths[p.nLayer] = p.dModel;
   for (const auto &[nLayer, dModel] : widths)
     md << " L" << nLayer << " (d " << dModel << ", d/L "
-       << fixed(double(dModel) / nLayer, 1) << ") |";
+       << formatFixed(double(dModel) / nLayer, 1) << ") |";
   md << " deepest − shallowest |\n|---|";
   for (size_t i = 0; i <= widths.size(); ++i)
     md << "---|";
@@ -191,7 +199,8 @@ std::string sweepReport(const SweepSpec &sweep,
     for (const auto &entry : widths) {
       const SweepPoint *p = pointOf(scheme, entry.first);
       md << " "
-         << (p ? fixed(p->valLoss, 4) + " (lr " + formatNumber(p->lr) + ")"
+         << (p ? formatFixed(p->valLoss, 4) + " (lr " + formatNumber(p->lr) +
+                     ")"
                : std::string("—"))
          << " |";
       if (p) {
@@ -202,7 +211,7 @@ std::string sweepReport(const SweepSpec &sweep,
     md << " "
        << (first && last && first != last
                ? (last->valLoss >= first->valLoss ? "+" : "") +
-                     fixed(last->valLoss - first->valLoss, 4)
+                     formatFixed(last->valLoss - first->valLoss, 4)
                : std::string("—"))
        << " |\n";
   }
@@ -224,7 +233,8 @@ std::string sweepReport(const SweepSpec &sweep,
     for (const std::string &d : domains) {
       auto it = std::find_if(p.domains.begin(), p.domains.end(),
                              [&](const auto &e) { return e.first == d; });
-      md << " " << (it == p.domains.end() ? "—" : fixed(it->second, 4)) << " |";
+      md << " " << (it == p.domains.end() ? "—" : formatFixed(it->second, 4))
+         << " |";
     }
     md << "\n";
   }
@@ -233,9 +243,10 @@ std::string sweepReport(const SweepSpec &sweep,
         "parameters | tokens/s (this machine) |\n|---|---|---|---|---|\n";
   for (const SweepPoint &p : points)
     md << "| " << p.scheme << " | " << p.nLayer << " | " << p.dModel << " | "
-       << p.parameters << " | " << fixed(p.tokensPerSecond, 0) << " |\n";
-  md << "\nThe records behind these tables are in results.jsonl "
-        "(docs/bench.md).\n";
+       << p.parameters << " | " << formatFixed(p.tokensPerSecond, 0) << " |\n";
+  md << "\n" << probeReportSection(points, probes);
+  md << "\nThe records behind these tables are in results.jsonl, each "
+        "cell's probes in cells/CELL/probes.json (docs/bench.md).\n";
   return md.str();
 }
 

@@ -1,4 +1,5 @@
-//===- SweepReport.h - report.md and plots from a sweep's records -*- C++ -*-===//
+//===- SweepReport.h - report.md and plots from a sweep's records -*- C++
+//-*-===//
 //
 // What a researcher reads after a sweep: for each design and depth, the
 // final validation loss at the design's best learning rate (mean over
@@ -14,6 +15,7 @@
 #include "runtime/Json.h"
 #include "runtime/SweepSpec.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,7 @@ struct SweepPoint {
   int seeds = 0;
   std::vector<std::pair<std::string, double>> domains; ///< mean per domain
   double tokensPerSecond = 0;                          ///< mean over seeds
+  std::string cell; ///< the id of its first seed's cell (for its probes)
 };
 
 /// The points of `records` (results.jsonl), designs in the grid's order and
@@ -35,14 +38,21 @@ struct SweepPoint {
 std::vector<SweepPoint> bestPoints(const SweepSpec &sweep,
                                    const std::vector<JsonValue> &records);
 
+/// The opening of a report figure: an SVG of `width` x `height` on white with
+/// `title` centred at the top (the caller closes it with </svg>).
+std::string svgFigureStart(double width, double height,
+                           const std::string &title);
+
 /// The validation loss against d/L, one line per design, as SVG.
 std::string lossPlotSvg(const std::vector<SweepPoint> &points);
 
-/// report.md's text; it shows `plotFile` (relative to the report).
+/// report.md's text; it shows `plotFile` (relative to the report), and the
+/// layer probes of the points' cells found in `probes` (probes.json by cell
+/// id; runtime/ProbeReport.h).
 std::string sweepReport(const SweepSpec &sweep,
-                        const std::vector<SweepPoint> &points,
-                        size_t cellsDone, size_t cellsTotal,
-                        const std::string &plotFile);
+                        const std::vector<SweepPoint> &points, size_t cellsDone,
+                        size_t cellsTotal, const std::string &plotFile,
+                        const std::map<std::string, JsonValue> &probes = {});
 
 } // namespace drc
 

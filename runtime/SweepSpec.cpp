@@ -103,8 +103,9 @@ std::vector<int64_t> positiveIntegers(const std::string &path,
 void readSweepTable(const std::string &path, const toml::table &table,
                     SweepSpec &sweep) {
   bool isoBackbone = false;
-  const std::vector<std::string> known = {"budget", "iso_backbone", "n_layer",
-                                          "seeds", "tokens_per_param"};
+  const std::vector<std::string> known = {"budget",  "iso_backbone",
+                                          "n_layer", "probe_batches",
+                                          "seeds",   "tokens_per_param"};
   for (const auto &[key, node] : table) {
     std::string k(key.str()), at = where(path, node.source());
     if (k == "budget") {
@@ -127,6 +128,13 @@ void readSweepTable(const std::string &path, const toml::table &table,
     } else if (k == "seeds") {
       for (int64_t s : positiveIntegers(path, "[sweep] seeds", node, 0))
         sweep.seeds.push_back(static_cast<uint64_t>(s));
+    } else if (k == "probe_batches") {
+      if (!node.is_integer() || node.as_integer()->get() < 0)
+        throw InputError(at +
+                         ": [sweep] probe_batches must be an integer >= 0 "
+                         "(0: no layer probes), found " +
+                         typeName(node));
+      sweep.probeBatches = node.as_integer()->get();
     } else if (k == "tokens_per_param") {
       std::vector<double> v =
           positiveNumbers(path, "[sweep] tokens_per_param", node);

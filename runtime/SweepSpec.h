@@ -38,6 +38,8 @@ struct SweepSpec {
   std::vector<int64_t> nLayers;
   std::vector<uint64_t> seeds;
   double tokensPerParam = 20; ///< training tokens = tokensPerParam · budget
+  /// Validation batches the layer probes of each finished cell read; 0: none.
+  int64_t probeBatches = 2;
   std::vector<SweepScheme> schemes;
   std::string modelToml; ///< the shared [model] table, without d_model/n_layer
   std::string trainToml; ///< the shared [train] table, without steps/lr/seed

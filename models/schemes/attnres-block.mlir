@@ -6,6 +6,7 @@
 //           out while empty
 //   write   p <- p + f_k  (p <- f_k when empty)
 //   readout commit p, then the final mixer
+//   probes  z_b = m_{2b}, the mix block b's attention reads
 module attributes {drc.options = {block_size = 0}} {
   // Whether p is empty at sublayer k: k mod S = 0.
   func.func @fresh() -> i1 {
@@ -44,8 +45,8 @@ module attributes {drc.options = {block_size = 0}} {
     return %c, %row : tensor<?x?x?xf32>, tensor<?x1x?xf32>
   }
 
-  func.func @read(%c: tensor<?x?x?xf32>, %p: tensor<?x1x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x1x?xf32>) {
-    %d = drc.static "d" : index
+  // Sublayer k's mix m_k, and the committed sums after k's commit.
+  func.func @mix(%c: tensor<?x?x?xf32>, %p: tensor<?x1x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>) {
     %k = drc.static "k" : index
     %c0 = arith.constant 0 : index
     %first = arith.cmpi eq, %k, %c0 : index
@@ -67,10 +68,22 @@ module attributes {drc.options = {block_size = 0}} {
       %all = drc.append %committed, %p : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
       scf.yield %all : tensor<?x?x?xf32>
     }
-    %gain = drc.weight "norm.gain" [%d] init ones : tensor<?xf32>
     %m = func.call @depth_mix(%rows) : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+    return %m, %committed : tensor<?x?xf32>, tensor<?x?x?xf32>
+  }
+
+  func.func @read(%c: tensor<?x?x?xf32>, %p: tensor<?x1x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x1x?xf32>) {
+    %d = drc.static "d" : index
+    %gain = drc.weight "norm.gain" [%d] init ones : tensor<?xf32>
+    %m, %committed = func.call @mix(%c, %p) : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>)
     %u = drc.rms_norm %m gain %gain : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
     return %u, %committed, %p : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x1x?xf32>
+  }
+
+  // The layer probes' z_b: the mix block b's attention reads.
+  func.func @depth_state(%c: tensor<?x?x?xf32>, %p: tensor<?x1x?xf32>) -> tensor<?x?xf32> {
+    %m, %committed = func.call @mix(%c, %p) : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>)
+    return %m : tensor<?x?xf32>
   }
 
   func.func @write(%c: tensor<?x?x?xf32>, %p: tensor<?x1x?xf32>, %f: tensor<?x?xf32>) -> (tensor<?x?x?xf32>, tensor<?x1x?xf32>) {

@@ -4,6 +4,7 @@
 //           u_k = RMSNorm_{γ_k}(m_k)
 //   write   append f_k
 //   readout the same mixer with its own (w_f, κ_f) over all 2L+1 rows
+//   probes  z_b = m_{2b}, the mix block b's attention reads
 // w starts at exactly 0 (uniform weights): ≡ Pre-LN at init.
 
 func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
@@ -32,6 +33,12 @@ func.func @read(%bank: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>
   %m = func.call @depth_mix(%bank) : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
   %u = drc.rms_norm %m gain %gain : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
   return %u, %bank : tensor<?x?xf32>, tensor<?x?x?xf32>
+}
+
+// The layer probes' z_b.
+func.func @depth_state(%bank: tensor<?x?x?xf32>) -> tensor<?x?xf32> {
+  %m = func.call @depth_mix(%bank) : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+  return %m : tensor<?x?xf32>
 }
 
 func.func @write(%bank: tensor<?x?x?xf32>, %f: tensor<?x?xf32>) -> tensor<?x?x?xf32> {

@@ -26,7 +26,7 @@ module attributes {drc.options = {streams = 4, dynamic = true}} {
     return %c : tensor<?x?x?xf32>
   }
 
-  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32>, tensor<*xf32>) {
+  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32> {drc.transport = "coef"}, tensor<*xf32>) {
     %d = drc.static "d" : index
     %n = drc.static "streams" : index
     %k = drc.static "k" : index

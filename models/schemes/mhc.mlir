@@ -33,7 +33,7 @@ module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20, mhc_hea
     return %out : tensor<?x?xf32>
   }
 
-  func.func @read(%x: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x1x?xf32>) {
+  func.func @read(%x: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32> {drc.transport = "transposed_coef"}, tensor<?x1x?xf32>) {
     %d = drc.static "d" : index
     %n = drc.static "streams" : index
     %k = drc.static "k" : index

@@ -53,7 +53,7 @@ module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true
     return %c : tensor<?x?x?xf32>
   }
 
-  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32>, tensor<*xf32>) {
+  func.func @read(%h: tensor<?x?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<*xf32> {drc.transport = "coef"}, tensor<*xf32>) {
     %dynamic = drc.static "dynamic" : i1
     %d = drc.static "d" : index
     %m = drc.static "m" : index

@@ -46,10 +46,20 @@ HostCompiler::compile(const ModelSpec &spec, bool fuseTokenLocal) {
   return std::move(*model);
 }
 
+std::unique_ptr<mlir::drc::CpuProbeModel>
+HostCompiler::compileProbes(const ModelSpec &spec) {
+  auto model = mlir::drc::CpuProbeModel::compile(ctx, spec);
+  if (mlir::failed(model))
+    fail("compiling the probes of " + spec.path + " failed");
+  return std::move(*model);
+}
+
 mlir::OwningOpRef<mlir::ModuleOp>
 HostCompiler::lower(const ModelSpec &spec, mlir::drc::CompileStage stage,
-                    bool fuseTokenLocal) {
-  auto module = mlir::drc::compileToStage(ctx, spec, stage, {}, fuseTokenLocal);
+                    bool fuseTokenLocal,
+                    const mlir::drc::ImportOptions &options) {
+  auto module =
+      mlir::drc::compileToStage(ctx, spec, stage, options, fuseTokenLocal);
   if (mlir::failed(module))
     fail("compiling " + spec.path + " failed");
   return std::move(*module);

@@ -8,6 +8,7 @@
 #ifndef DRC_TOOLS_COMMON_HOSTCOMPILER_H
 #define DRC_TOOLS_COMMON_HOSTCOMPILER_H
 
+#include "codegen/CpuProbeModel.h"
 #include "codegen/ModelCompiler.h"
 #include "runtime/ModelSpec.h"
 
@@ -27,11 +28,17 @@ public:
   std::unique_ptr<mlir::drc::CpuModel> compile(const ModelSpec &spec,
                                                bool fuseTokenLocal = true);
 
+  /// Compiles the forward functions the layer probes run (ImportOptions::
+  /// probes); throws Error with the diagnostics.
+  std::unique_ptr<mlir::drc::CpuProbeModel>
+  compileProbes(const ModelSpec &spec);
+
   /// Lowers `spec` through `stage` (token-local work fused unless
   /// `fuseTokenLocal` is off); throws Error with the diagnostics.
-  mlir::OwningOpRef<mlir::ModuleOp> lower(const ModelSpec &spec,
-                                          mlir::drc::CompileStage stage,
-                                          bool fuseTokenLocal = true);
+  mlir::OwningOpRef<mlir::ModuleOp>
+  lower(const ModelSpec &spec, mlir::drc::CompileStage stage,
+        bool fuseTokenLocal = true,
+        const mlir::drc::ImportOptions &options = {});
 
   mlir::MLIRContext &context() { return ctx; }
 

@@ -2,8 +2,12 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
 #include "runtime/Corpus.h"
+#include "runtime/ProbeReport.h"
+#include "runtime/Probes.h"
+#include "runtime/Progress.h"
 #include "runtime/SweepReport.h"
 #include "runtime/SweepResults.h"
+#include "runtime/TomlFields.h"
 #include "runtime/Trainer.h"
 #include "tools/common/HostCompiler.h"
 
@@ -24,23 +28,28 @@ after another, each with drc-train's progress line; a line per finished
 cell gives its loss, the cells done and a rough estimate of the time left.
 Each cell writes DIR/cells/CELL/ (its model spec, metrics and
 checkpoint, as drc-train would), and its final validation losses go to
-DIR/results.jsonl, one JSON record per cell. After each cell,
-DIR/report.md (tables: loss by design and depth at each design's best
-learning rate, per domain, parameters and speed) and DIR/loss-vs-depth.svg
-(validation loss against d/L) are written again from the records.
+DIR/results.jsonl, one JSON record per cell. Then the layer probes run on
+its checkpoint (drc-probe; [sweep] probe_batches validation batches, 0 for
+none) and write DIR/cells/CELL/probes.json. After each cell, DIR/report.md
+(tables: loss by design and depth at each design's best learning rate, per
+domain, parameters and speed, late-layer pairs, pruning, logit lens and
+stream maps), DIR/loss-vs-depth.svg (validation loss against d/L) and
+DIR/probes-DESIGN-LN.svg (heatmaps of each design's probes) are written
+again from the records.
 
 Everything that can be checked without training is checked first: the
 grid, every cell's spec, the data, and every scheme instantiated at every
 depth. A sweep that is stopped (or killed) and started again with the same
-command skips the cells in results.jsonl and resumes the interrupted cell
-from its last checkpoint; its results equal an uninterrupted sweep's.
+command skips the cells in results.jsonl (probing any that lack their
+probes) and resumes the interrupted cell from its last checkpoint; its
+results equal an uninterrupted sweep's.
 
 options:
   --data DIR   corpus directory with one subdirectory per domain
   --out DIR    sweep directory (created if missing)
   --plan       print the cells (shapes, parameters, steps) and stop
-  --report     write report.md and the plot from DIR/results.jsonl and
-               stop (no --data needed)
+  --report     write report.md and the plots from DIR/results.jsonl and
+               the cells' probes.json, and stop (no --data needed)
   --help       this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
@@ -67,7 +76,13 @@ void printPlan(const drc::SweepSpec &sweep,
                 c.lr, static_cast<unsigned long long>(c.seed));
 }
 
-/// report.md and its plot from the records of the grid's cells so far.
+std::filesystem::path probesPath(const std::filesystem::path &out,
+                                 const std::string &cell) {
+  return out / "cells" / cell / "probes.json";
+}
+
+/// report.md, its plot and the probe heatmaps from the records of the grid's
+/// cells so far and their probes.
 void writeReport(const drc::SweepSpec &sweep,
                  const std::vector<drc::SweepCell> &cells,
                  const drc::SweepResults &results,
@@ -76,11 +91,48 @@ void writeReport(const drc::SweepSpec &sweep,
   for (const drc::SweepCell &cell : cells)
     done += results.find(cell) != nullptr;
   std::vector<drc::SweepPoint> points = drc::bestPoints(sweep, results.list());
+  std::map<std::string, drc::JsonValue> probes;
+  for (const drc::SweepPoint &p : points) {
+    std::filesystem::path file = probesPath(out, p.cell);
+    if (!std::filesystem::exists(file))
+      continue;
+    drc::JsonValue json = drc::parseJson(
+        drc::readInputFile(file.string(), "probes"), file.string());
+    drc::writeFileAtomically(
+        (out / drc::probeFigureFile(p)).string(),
+        drc::probeHeatmapsSvg(p.scheme + ", L" + std::to_string(p.nLayer) +
+                                  " (d_model " + std::to_string(p.dModel) + ")",
+                              json));
+    probes.emplace(p.cell, std::move(json));
+  }
   drc::writeFileAtomically((out / "loss-vs-depth.svg").string(),
                            drc::lossPlotSvg(points));
-  drc::writeFileAtomically(
-      (out / "report.md").string(),
-      drc::sweepReport(sweep, points, done, cells.size(), "loss-vs-depth.svg"));
+  drc::writeFileAtomically((out / "report.md").string(),
+                           drc::sweepReport(sweep, points, done, cells.size(),
+                                            "loss-vs-depth.svg", probes));
+}
+
+/// The layer probes of a finished cell, to cells/CELL/probes.json.
+void probeCell(drc::HostCompiler &compiler, const drc::SweepSpec &sweep,
+               const drc::SweepCell &cell, const drc::Corpus &corpus,
+               const std::filesystem::path &out) {
+  std::filesystem::path dir = out / "cells" / cell.id;
+  auto program = compiler.compileProbes(cell.spec);
+  drc::ProgressLine::Options options;
+  options.label = "probe";
+  options.rateUnit = "";
+  std::unique_ptr<drc::ProgressLine> line;
+  drc::ProbeResult result = drc::probeCheckpoint(
+      *program, cell.spec, drc::checkpointPath(dir).string(), corpus,
+      sweep.probeBatches, [&](int64_t done, int64_t total) {
+        if (!line)
+          line = std::make_unique<drc::ProgressLine>(stderr, total, options);
+        line->update(done, 0, cell.id + " forward passes");
+      });
+  if (line)
+    line->finish();
+  drc::writeFileAtomically(probesPath(out, cell.id).string(),
+                           drc::toJson(result.toJson()) + "\n");
 }
 
 int benchMain(int argc, char **argv) {
@@ -119,6 +171,8 @@ int benchMain(int argc, char **argv) {
       throw drc::InputError(e.what());
     }
   }
+  if (sweep.probeBatches)
+    drc::checkProbeBatches(cells.front().spec, corpus, sweep.probeBatches);
   std::error_code ec;
   std::filesystem::create_directories(out / "cells", ec);
   if (ec)
@@ -131,6 +185,14 @@ int benchMain(int argc, char **argv) {
   for (size_t i = 0; i < cells.size(); ++i) {
     const drc::SweepCell &cell = cells[i];
     if (results.find(cell)) {
+      // Killed between its training and its probes: probe it now.
+      if (sweep.probeBatches &&
+          !std::filesystem::exists(probesPath(out, cell.id))) {
+        std::fprintf(stderr, "drc-bench: cell %zu/%zu %s: layer probes\n",
+                     i + 1, cells.size(), cell.id.c_str());
+        probeCell(compiler, sweep, cell, corpus, out);
+        writeReport(sweep, cells, results, out);
+      }
       ++done;
       continue;
     }
@@ -157,6 +219,12 @@ int benchMain(int argc, char **argv) {
     drc::TrainSummary summary = drc::train(*model, cell.spec, corpus, options);
     results.add(cell, model->parameters().numParameters(), summary.final,
                 summary.wallSeconds, summary.tokensPerSecond);
+    model.reset();
+    if (sweep.probeBatches) {
+      std::fprintf(stderr, "drc-bench: cell %zu/%zu %s: layer probes\n", i + 1,
+                   cells.size(), cell.id.c_str());
+      probeCell(compiler, sweep, cell, corpus, out);
+    }
     writeReport(sweep, cells, results, out);
     ++done;
     ++ranHere;

@@ -16,7 +16,7 @@
 namespace {
 
 const char *const kHelp =
-    R"(usage: drc-compile SPEC [--emit=STAGE] [--no-fuse] [-o OUT]
+    R"(usage: drc-compile SPEC [--emit=STAGE] [--no-fuse] [--probes] [-o OUT]
        drc-compile SPEC --print-params
        drc-compile SPEC --report
        drc-compile SPEC --solve-width=N [--iso-backbone]
@@ -31,6 +31,10 @@ STAGE to OUT (default: standard output):
   llvm        LLVM IR for this CPU
 --no-fuse leaves every token-local op its own kernel (no drc.fused regions
 before linalg): the reference the fused program is tested against.
+--probes compiles the forward functions drc-probe runs instead of the train
+step: @loss, @probe (the depth states, their logit lens and HC-style stream
+maps) and @skip_<s> for each block s (docs/probes.md); train-step then
+means these functions in kernel-level drc ops.
 --report prints the residual part's memory traffic in bytes per token: per
 boundary between sublayers in the forward pass and in total for the train
 step, with every op its own kernel (unfused), with each drc.fused region one
@@ -88,7 +92,7 @@ int compileMain(int argc, char **argv) {
   drc::CommandLine cl(
       static_cast<int>(args.size()), args.data(),
       {"emit", "output", "solve-width"},
-      {"print-params", "report", "iso-backbone", "no-fuse", "help"});
+      {"print-params", "report", "iso-backbone", "no-fuse", "probes", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
@@ -132,7 +136,9 @@ int compileMain(int argc, char **argv) {
       throw drc::Error("fusing the train step of " + spec.path + " failed");
     text = mlir::drc::residualTrafficReport(*module, *fused);
   } else {
-    auto module = compiler.lower(spec, *stage, !cl.flag("no-fuse"));
+    mlir::drc::ImportOptions options;
+    options.probes = cl.flag("probes");
+    auto module = compiler.lower(spec, *stage, !cl.flag("no-fuse"), options);
     if (*stage == mlir::drc::CompileStage::LLVM) {
       llvm::LLVMContext llvmContext;
       auto llvmModule = mlir::translateModuleToLLVMIR(*module, llvmContext);

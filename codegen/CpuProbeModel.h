@@ -1,0 +1,45 @@
+//===- CpuProbeModel.h - A spec's probe functions for the host --*- C++ -*-===//
+//
+// The probe module of a spec (ImportOptions::probes: @loss, @probe and one
+// @skip_<s> per block), compiled forward-only and JIT-linked for the host
+// CPU as a drc::ProbeProgram.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_CODEGEN_CPUPROBEMODEL_H
+#define DRC_CODEGEN_CPUPROBEMODEL_H
+
+#include "codegen/ModelCompiler.h"
+#include "runtime/ProbeProgram.h"
+
+namespace mlir::drc {
+
+class CpuProbeModel : public ::drc::ProbeProgram {
+public:
+  /// Compiles the probe functions of `spec` for batches of `tokens` tokens
+  /// (0: the spec's batch x seq_len). Diagnostics go to the context.
+  static FailureOr<std::unique_ptr<CpuProbeModel>>
+  compile(MLIRContext &context, const ::drc::ModelSpec &spec,
+          int64_t tokens = 0);
+
+  const ::drc::ParameterTable &parameters() const override {
+    return program.table;
+  }
+  const ::drc::ProbeShape &shape() const override { return sizes; }
+  float probe(const float *params, const int32_t *inputs,
+              const int32_t *targets, float *states, float *lens,
+              float *maps) override;
+  float skip(int64_t block, const float *params, const int32_t *inputs,
+             const int32_t *targets, float *states) override;
+  float loss(const float *params, const int32_t *inputs,
+             const int32_t *targets) override;
+
+private:
+  CpuProbeModel(HostProgram program, ::drc::ProbeShape sizes)
+      : program(std::move(program)), sizes(sizes) {}
+  HostProgram program;
+  ::drc::ProbeShape sizes;
+};
+
+} // namespace mlir::drc
+
+#endif // DRC_CODEGEN_CPUPROBEMODEL_H
