@@ -10,6 +10,8 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/JITEventListener.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -21,6 +23,10 @@
 #include "llvm/Support/SmallVectorMemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+
+#include <algorithm>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::drc;
@@ -79,14 +85,10 @@ static LogicalResult addPackedEntries(llvm::Module &module,
   return success();
 }
 
-/// O3 for `machine`, then its code generator, to an object in memory.
-static llvm::Error compileObject(llvm::Module &module,
-                                 llvm::TargetMachine &machine,
-                                 SmallVectorImpl<char> &object) {
-  if (llvm::Error error =
-          makeOptimizingTransformer(/*optLevel=*/3,
-                                    /*sizeLevel=*/0, &machine)(&module))
-    return error;
+/// `machine`'s code generator on an optimised module, to an object.
+static llvm::Error emitObject(llvm::Module &module,
+                              llvm::TargetMachine &machine,
+                              SmallVectorImpl<char> &object) {
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegen;
   if (machine.addPassesToEmitFile(codegen, os, nullptr,
@@ -94,6 +96,60 @@ static llvm::Error compileObject(llvm::Module &module,
     return llvm::createStringError("the target cannot emit object files");
   codegen.run(module);
   return llvm::Error::success();
+}
+
+/// O3 on the whole module, then code generation in `parts` parts
+/// (llvm::SplitModule), one thread and LLVM context each. The optimiser
+/// sees every call of a kernel (its constant arguments, private linkage);
+/// code generation, most of the time, works a function at a time, so the
+/// parts give the same code as the whole and a 2-core machine halves it.
+static llvm::Expected<std::vector<SmallVector<char, 0>>>
+compileObjects(llvm::Module &module, llvm::TargetMachine &machine,
+               const llvm::orc::JITTargetMachineBuilder &builder,
+               unsigned parts) {
+  if (llvm::Error error =
+          makeOptimizingTransformer(/*optLevel=*/3,
+                                    /*sizeLevel=*/0, &machine)(&module))
+    return std::move(error);
+  std::vector<SmallVector<char, 0>> bitcode;
+  llvm::SplitModule(
+      module, parts,
+      [&](std::unique_ptr<llvm::Module> part) {
+        SmallVector<char, 0> code;
+        llvm::raw_svector_ostream os(code);
+        llvm::WriteBitcodeToFile(*part, os);
+        bitcode.push_back(std::move(code));
+      },
+      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  std::vector<SmallVector<char, 0>> objects(bitcode.size());
+  std::vector<std::string> errors(bitcode.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < bitcode.size(); ++i)
+    threads.emplace_back([&, i] {
+      llvm::LLVMContext context;
+      auto part = llvm::parseBitcodeFile(
+          llvm::MemoryBufferRef(
+              llvm::StringRef(bitcode[i].data(), bitcode[i].size()), "part"),
+          context);
+      if (!part) {
+        errors[i] = llvm::toString(part.takeError());
+        return;
+      }
+      llvm::orc::JITTargetMachineBuilder own = builder;
+      auto partMachine = own.createTargetMachine();
+      if (!partMachine) {
+        errors[i] = llvm::toString(partMachine.takeError());
+        return;
+      }
+      if (llvm::Error e = emitObject(**part, **partMachine, objects[i]))
+        errors[i] = llvm::toString(std::move(e));
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    if (!e.empty())
+      return llvm::createStringError(e);
+  return objects;
 }
 
 FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
@@ -146,24 +202,29 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
       fn->addFnAttr(llvm::Attribute::NoInline);
     }
 
-  ObjectCache cache(*module, **machine);
-  std::unique_ptr<llvm::MemoryBuffer> object = cache.load();
-  bool fromCache = object != nullptr;
-  if (!object) {
-    SmallVector<char, 0> code;
-    if (llvm::Error e = compileObject(*module, **machine, code))
+  // One part per core, at most 8.
+  unsigned parts = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  ObjectCache cache(*module, **machine, parts);
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects = cache.load();
+  bool fromCache = !objects.empty();
+  if (!fromCache) {
+    auto code = compileObjects(*module, **machine, *builder, parts);
+    if (!code)
       return llvmModule.emitError() << "drc: LLVM compilation failed: "
-                                    << llvm::toString(std::move(e));
-    cache.store(code);
-    object = std::make_unique<llvm::SmallVectorMemoryBuffer>(
-        std::move(code), "drc-program.o", /*RequiresNullTerminator=*/false);
+                                    << llvm::toString(code.takeError());
+    cache.store(*code);
+    for (SmallVector<char, 0> &object : *code)
+      objects.push_back(std::make_unique<llvm::SmallVectorMemoryBuffer>(
+          std::move(object), "drc-program.o",
+          /*RequiresNullTerminator=*/false));
   }
-  if (const char *dump = getenv("DRC_DUMP_OBJECT")) {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(dump, ec);
-    if (!ec)
-      out << object->getBuffer();
-  }
+  if (const char *dump = getenv("DRC_DUMP_OBJECT"))
+    for (size_t i = 0; i < objects.size(); ++i) {
+      std::error_code ec;
+      llvm::raw_fd_ostream out(std::string(dump) + "." + std::to_string(i), ec);
+      if (!ec)
+        out << objects[i]->getBuffer();
+    }
 
   // Link the object into this process. `perf record -k 1` + `perf inject
   // --jit` name the kernels when DRC_PERF is set.
@@ -209,10 +270,11 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   bind("_mlir_memref_to_llvm_free", &scratchFree);
   if (llvm::Error e = lib.define(llvm::orc::absoluteSymbols(std::move(pool))))
     return llvmModule.emitError() << "drc: " << llvm::toString(std::move(e));
-  if (llvm::Error e = (*jit)->addObjectFile(std::move(object)))
-    return llvmModule.emitError()
-           << "drc: cannot load the program's object code: "
-           << llvm::toString(std::move(e));
+  for (std::unique_ptr<llvm::MemoryBuffer> &object : objects)
+    if (llvm::Error e = (*jit)->addObjectFile(std::move(object)))
+      return llvmModule.emitError()
+             << "drc: cannot load the program's object code: "
+             << llvm::toString(std::move(e));
 
   // Resolve every entry point now: linking happens on first lookup.
   llvm::StringMap<Packed> entries;

@@ -1,10 +1,11 @@
 //===- CpuJit.h - JIT of memref-only functions for the host ----*- C++ -*-===//
 //
-// Compiles an LLVM-dialect module with LLVM at O3 for the host CPU, links the
-// object into the process with ORC and calls its functions. Every function
-// drc generates takes statically shaped memrefs only (drc-bind-buffers), so a
-// call passes one data pointer per argument and the descriptors are built
-// here from the recorded shapes.
+// Compiles an LLVM-dialect module with LLVM at O3 for the host CPU, in one
+// part per core compiled in parallel, links the objects into the process
+// with ORC and calls its functions. Every function drc generates takes
+// statically shaped memrefs only (drc-bind-buffers), so a call passes one
+// data pointer per argument and the descriptors are built here from the
+// recorded shapes.
 //
 // Objects are cached on disk (ObjectCache.h): a program compiled before, by
 // any drc tool on this machine, loads in a fraction of a second instead of

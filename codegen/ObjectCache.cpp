@@ -4,6 +4,7 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -15,7 +16,11 @@
 using namespace mlir::drc;
 
 /// Changes whenever CpuJit compiles the same IR differently.
-static constexpr const char *kRecipe = "O3 Aggressive v1";
+static constexpr const char *kRecipe = "O3 Aggressive v3";
+
+/// An entry: the magic, the number of objects, then each object's size
+/// (8 bytes, little-endian) and bytes.
+static constexpr llvm::StringLiteral kMagic = "drc-objects\n";
 
 static std::string cacheDirectory() {
   if (const char *dir = std::getenv("DRC_CACHE_DIR"))
@@ -32,7 +37,7 @@ static std::string cacheDirectory() {
 }
 
 ObjectCache::ObjectCache(const llvm::Module &module,
-                         const llvm::TargetMachine &machine) {
+                         const llvm::TargetMachine &machine, unsigned parts) {
   std::string dir = cacheDirectory();
   if (dir.empty())
     return;
@@ -41,30 +46,56 @@ ObjectCache::ObjectCache(const llvm::Module &module,
   llvm::WriteBitcodeToFile(module, os);
   os << '\0' << machine.getTargetTriple().str() << '\0'
      << machine.getTargetCPU() << '\0' << machine.getTargetFeatureString()
-     << '\0' << LLVM_VERSION_STRING << '\0' << kRecipe;
+     << '\0' << LLVM_VERSION_STRING << '\0' << kRecipe << '\0' << parts;
   llvm::XXH128_hash_t hash = llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(key.data()), key.size()));
   llvm::SmallString<256> file(dir);
   llvm::sys::path::append(
-      file, llvm::formatv("{0:x-16}{1:x-16}.o", hash.high64, hash.low64).str());
+      file,
+      llvm::formatv("{0:x-16}{1:x-16}.objects", hash.high64, hash.low64).str());
   path = std::string(file);
 }
 
-std::unique_ptr<llvm::MemoryBuffer> ObjectCache::load() const {
+std::vector<std::unique_ptr<llvm::MemoryBuffer>> ObjectCache::load() const {
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
   if (path.empty())
-    return nullptr;
+    return objects;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
-    return nullptr;
-  auto object = llvm::object::ObjectFile::createObjectFile(**buffer);
-  if (!object) {
-    llvm::consumeError(object.takeError());
-    return nullptr;
+    return objects;
+  llvm::StringRef rest = (*buffer)->getBuffer();
+  if (!rest.consume_front(kMagic) || rest.size() < 8)
+    return objects;
+  auto take64 = [&rest](uint64_t &value) {
+    if (rest.size() < 8)
+      return false;
+    value = llvm::support::endian::read64le(rest.data());
+    rest = rest.drop_front(8);
+    return true;
+  };
+  uint64_t count = 0;
+  take64(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t size = 0;
+    if (!take64(size) || size > rest.size())
+      return {};
+    auto object = llvm::MemoryBuffer::getMemBufferCopy(
+        rest.take_front(size), path + "." + std::to_string(i));
+    rest = rest.drop_front(size);
+    auto parsed = llvm::object::ObjectFile::createObjectFile(*object);
+    if (!parsed) {
+      llvm::consumeError(parsed.takeError());
+      return {};
+    }
+    objects.push_back(std::move(object));
   }
-  return std::move(*buffer);
+  if (!rest.empty())
+    return {};
+  return objects;
 }
 
-void ObjectCache::store(llvm::ArrayRef<char> object) const {
+void ObjectCache::store(
+    llvm::ArrayRef<llvm::SmallVector<char, 0>> objects) const {
   if (path.empty())
     return;
   llvm::StringRef dir = llvm::sys::path::parent_path(path);
@@ -76,7 +107,17 @@ void ObjectCache::store(llvm::ArrayRef<char> object) const {
     return;
   {
     llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out.write(object.data(), object.size());
+    auto write64 = [&out](uint64_t value) {
+      char bytes[8];
+      llvm::support::endian::write64le(bytes, value);
+      out.write(bytes, 8);
+    };
+    out << kMagic;
+    write64(objects.size());
+    for (const llvm::SmallVector<char, 0> &object : objects) {
+      write64(object.size());
+      out.write(object.data(), object.size());
+    }
     out.close();
     if (out.has_error()) {
       out.clear_error();

@@ -7,6 +7,9 @@
 // bitcode), the target CPU and features, LLVM's version and the codegen
 // recipe, so a hit is the object LLVM would produce again.
 //
+// A program compiled in parts (one per thread) is one entry holding every
+// part's object.
+//
 // Location: $DRC_CACHE_DIR, else $XDG_CACHE_HOME/drc, else ~/.cache/drc;
 // DRC_CACHE_DIR=off disables it. Entries are written atomically (temporary
 // file + rename); an unreadable entry is recompiled and replaced.
@@ -22,18 +25,21 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlir::drc {
 
 class ObjectCache {
 public:
-  /// The cache for `module` compiled by `machine`; call before optimising.
-  ObjectCache(const llvm::Module &module, const llvm::TargetMachine &machine);
+  /// The cache for `module` compiled by `machine` in `parts` parts; call
+  /// before optimising.
+  ObjectCache(const llvm::Module &module, const llvm::TargetMachine &machine,
+              unsigned parts);
 
-  /// The cached object, or null.
-  std::unique_ptr<llvm::MemoryBuffer> load() const;
-  /// Stores `object`; failures only cost the next run a compile.
-  void store(llvm::ArrayRef<char> object) const;
+  /// The cached objects, or none.
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> load() const;
+  /// Stores `objects`; failures only cost the next run a compile.
+  void store(llvm::ArrayRef<llvm::SmallVector<char, 0>> objects) const;
 
 private:
   std::string path; // empty: cache disabled
