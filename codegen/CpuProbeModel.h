@@ -34,10 +34,16 @@ public:
              const int32_t *targets) override;
 
 private:
-  CpuProbeModel(HostProgram program, ::drc::ProbeShape sizes)
-      : program(std::move(program)), sizes(sizes) {}
+  CpuProbeModel(HostProgram program, ::drc::ProbeShape sizes,
+                std::vector<std::vector<float>> entering)
+      : program(std::move(program)), sizes(sizes),
+        entering(std::move(entering)) {}
   HostProgram program;
   ::drc::ProbeShape sizes;
+  /// The state values entering each block (block-major), from the last
+  /// probe(), and its depth states.
+  std::vector<std::vector<float>> entering;
+  std::vector<float> lastStates;
 };
 
 } // namespace mlir::drc

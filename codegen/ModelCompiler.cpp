@@ -177,14 +177,32 @@ void mlir::drc::flushDenormals() {
   return {out[0], out[1]};
 }
 
+/// Every loss the program's `loss` returns: next-token first, then the
+/// auxiliary ones.
+static SmallVector<float, 2> allLosses(CpuJit &engine, size_t count,
+                                       const float *params,
+                                       const int32_t *inputs,
+                                       const int32_t *targets) {
+  flushDenormals();
+  SmallVector<float, 2> out(count, 0.0f);
+  if (failed(engine.call("loss", {const_cast<float *>(params),
+                                  const_cast<int32_t *>(inputs),
+                                  const_cast<int32_t *>(targets), out.data()})))
+    llvm::report_fatal_error("drc: loss is missing from the program");
+  return out;
+}
+
 float CpuModel::loss(const float *params, const int32_t *inputs,
                      const int32_t *targets) {
-  flushDenormals();
-  // Next-token loss first, then any auxiliary losses (not reported here).
-  SmallVector<float, 2> out(weights.size(), 0.0f);
-  if (failed(engine->call(
-          "loss", {const_cast<float *>(params), const_cast<int32_t *>(inputs),
-                   const_cast<int32_t *>(targets), out.data()})))
-    llvm::report_fatal_error("drc: loss is missing from the program");
+  return allLosses(*engine, weights.size(), params, inputs, targets)[0];
+}
+
+float CpuModel::losses(const float *params, const int32_t *inputs,
+                       const int32_t *targets, float &nextTwo) {
+  SmallVector<float, 2> out =
+      allLosses(*engine, weights.size(), params, inputs, targets);
+  if (out.size() < 2)
+    llvm::report_fatal_error("drc: the model has no next-2-token head");
+  nextTwo = out[1];
   return out[0];
 }

@@ -77,6 +77,9 @@ public:
                               float lr, int64_t step) override;
   float loss(const float *params, const int32_t *inputs,
              const int32_t *targets) override;
+  bool hasNextTwoHead() const override { return weights.size() > 1; }
+  float losses(const float *params, const int32_t *inputs,
+               const int32_t *targets, float &nextTwo) override;
 
   /// The losses `loss` returns and their weights in the training objective:
   /// {1} for next-token prediction alone, {1, λ} with a next-2-token head.

@@ -523,20 +523,21 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
                  b, loc, mb.tensor({n, int64_t(rows.size()), width}), views)
           .getResult();
     };
-    // A function (tokens, targets) -> (...) of the probe module; `body`
-    // builds its results from its arguments.
+    // A function (tokens, targets, extra...) -> (...) of the probe module;
+    // `body` builds its results from its arguments.
     auto define =
-        [&](StringRef name,
-            function_ref<FailureOr<SmallVector<Value>>(Value, Value)> body)
-        -> LogicalResult {
-      auto f = func::FuncOp::create(
-          loc, name, b.getFunctionType({tokenType, tokenType}, {}));
+        [&](StringRef name, TypeRange extra,
+            function_ref<FailureOr<SmallVector<Value>>(Block::BlockArgListType)>
+                body) -> LogicalResult {
+      SmallVector<Type> arguments{tokenType, tokenType};
+      arguments.append(extra.begin(), extra.end());
+      auto f =
+          func::FuncOp::create(loc, name, b.getFunctionType(arguments, {}));
       module->push_back(f);
       Block *block = f.addEntryBlock();
       b.setInsertionPointToStart(block);
       table = unembed = Value();
-      FailureOr<SmallVector<Value>> results =
-          body(block->getArgument(0), block->getArgument(1));
+      FailureOr<SmallVector<Value>> results = body(block->getArguments());
       if (failed(results))
         return failure();
       f.setType(b.getFunctionType(f.getArgumentTypes(),
@@ -545,34 +546,45 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
       functions.push_back(f);
       return success();
     };
-    // The model on `ids` without block `skip` (none: -1); `atBlock(b, S)`
-    // sees the state entering each block b, and the final one (b = L).
+    // The model from `state` entering block `first` to the end;
+    // `atBlock(b, S)` sees the state entering each block b, and the final
+    // one (b = L).
     auto forward =
-        [&](Value ids, int64_t skip, SmallVector<Value> *transports,
+        [&](SmallVector<Value> state, int64_t first,
+            SmallVector<Value> *transports,
             function_ref<LogicalResult(int64_t, ArrayRef<Value>)> atBlock)
         -> FailureOr<SmallVector<Value>> {
-      FailureOr<SmallVector<Value>> state = embed(ids);
-      if (failed(state))
-        return failure();
-      for (int64_t block = 0; block <= L; ++block) {
-        if (failed(atBlock(block, *state)))
+      for (int64_t block = first; block <= L; ++block) {
+        if (failed(atBlock(block, state)))
           return failure();
-        if (block == L || block == skip)
-          continue;
+        if (block == L)
+          break;
         std::string prefix = "blocks." + std::to_string(block) + ".";
         for (int64_t k : {2 * block, 2 * block + 1})
-          if (failed(sublayer(*state, k, block, prefix, transports)))
+          if (failed(sublayer(state, k, block, prefix, transports)))
             return failure();
       }
       return state;
     };
 
+    // @probe also returns the state entering each block, from which @skip_s
+    // runs the blocks after s: together they run each block once per skip
+    // after it instead of the whole model per skip.
+    SmallVector<SmallVector<Type>> entering;
     LogicalResult built = define(
-        "probe", [&](Value ids, Value labels) -> FailureOr<SmallVector<Value>> {
-          SmallVector<Value> zs, lens, transports;
+        "probe", {},
+        [&](Block::BlockArgListType args) -> FailureOr<SmallVector<Value>> {
+          SmallVector<Value> zs, lens, transports, states;
+          FailureOr<SmallVector<Value>> embedded = embed(args[0]);
+          if (failed(embedded))
+            return failure();
           FailureOr<SmallVector<Value>> final = forward(
-              ids, -1, &transports,
+              *embedded, 0, &transports,
               [&](int64_t block, ArrayRef<Value> state) -> LogicalResult {
+                if (block < L) {
+                  states.append(state.begin(), state.end());
+                  entering.emplace_back(ValueRange(state).getTypes());
+                }
                 FailureOr<Value> z = depthState(state, block);
                 if (failed(z))
                   return failure();
@@ -586,13 +598,13 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
               });
           if (failed(final))
             return failure();
-          FailureOr<Value> states = stack(zs, "depth states");
+          FailureOr<Value> depths = stack(zs, "depth states");
           FailureOr<Value> lensLogits = stack(lens, "logit lens");
           FailureOr<Value> loss =
-              lmLoss(*final, "final.", "final_norm.gain", labels);
-          if (failed(states) || failed(lensLogits) || failed(loss))
+              lmLoss(*final, "final.", "final_norm.gain", args[1]);
+          if (failed(depths) || failed(lensLogits) || failed(loss))
             return failure();
-          SmallVector<Value> results{*states, *lensLogits};
+          SmallVector<Value> results{*depths, *lensLogits};
           if (!transports.empty()) {
             // T_k = C_k^T for a state mixed by drc.mix (C_k read transposed:
             // C_k itself), formed per token by mixing the identity: I_n shifted
@@ -637,15 +649,16 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
             results.push_back(*stacked);
           }
           results.push_back(*loss);
+          results.append(states);
           return results;
         });
     for (int64_t skip = 0; succeeded(built) && skip < L; ++skip)
       built = define(
-          "skip_" + std::to_string(skip),
-          [&](Value ids, Value labels) -> FailureOr<SmallVector<Value>> {
+          "skip_" + std::to_string(skip), entering[skip],
+          [&](Block::BlockArgListType args) -> FailureOr<SmallVector<Value>> {
             SmallVector<Value> zs;
             FailureOr<SmallVector<Value>> final = forward(
-                ids, skip, nullptr,
+                SmallVector<Value>(args.drop_front(2)), skip + 1, nullptr,
                 [&](int64_t block, ArrayRef<Value> state) -> LogicalResult {
                   FailureOr<Value> z = depthState(state, block);
                   if (succeeded(z))
@@ -654,12 +667,12 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
                 });
             if (failed(final))
               return failure();
-            FailureOr<Value> states = stack(zs, "depth states");
+            FailureOr<Value> depths = stack(zs, "depth states");
             FailureOr<Value> loss =
-                lmLoss(*final, "final.", "final_norm.gain", labels);
-            if (failed(states) || failed(loss))
+                lmLoss(*final, "final.", "final_norm.gain", args[1]);
+            if (failed(depths) || failed(loss))
               return failure();
-            return SmallVector<Value>{*states, *loss};
+            return SmallVector<Value>{*depths, *loss};
           });
     if (failed(built))
       return failure();

@@ -29,18 +29,21 @@ struct ImportOptions {
 /// A probe module (ImportOptions::probes) has, besides `@loss`, the
 /// functions of ARCHITECTURES.md §4.3 over the depth states z_0 ... z_L:
 ///
-///   @probe(tokens, targets) -> (states, lens[, transports], loss)
-///   @skip_<s>(tokens, targets) -> (states, loss)    for each block s
+///   @probe(tokens, targets) -> (states, lens[, transports], loss, S_0...,
+///                               ..., S_{L-1}...)
+///   @skip_<s>(tokens, targets, S_s...) -> (later states, loss)   each block s
 ///
 /// `states` is tensor<N x (L+1) x Z>: z_b is the scheme's @depth_state of
 /// the state entering block b (z_L: @readout of the final state), or by
 /// default the first state value flattened. `lens` is tensor<N x (L+1) x
 /// vocab>: the logit lens of each z_b through the final norm and W_U (after
 /// @readout when z_b is the state itself). `transports` (when @read marks a
-/// result {drc.transport}) is tensor<N x 2L x n*n>: each sublayer's stream map
-/// T_k, row-major, new stream i = sum_j T_k[i][j] old stream j. @skip_<s> runs
-/// the model without block s: the state passes it unchanged (an AttnRes bank
-/// gets no rows from it, later reads are recomputed).
+/// result {drc.transport}) is tensor<N x 2L x n*n>: each sublayer's stream
+/// map T_k, row-major, new stream i = sum_j T_k[i][j] old stream j. S_b...
+/// are the state values entering block b. @skip_<s> runs the model without
+/// block s from S_s: the state passes block s unchanged (an AttnRes bank
+/// gets no rows from it, later reads are recomputed); `later states` is
+/// tensor<N x (L-s) x Z>, z_{s+1} ... z_L.
 inline constexpr llvm::StringLiteral kTransportAttr = "drc.transport";
 
 /// Marks the drc.param ops a residual scheme adds to the backbone.

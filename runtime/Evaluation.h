@@ -6,6 +6,7 @@
 #include "runtime/Json.h"
 #include "runtime/ModelProgram.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,14 +17,18 @@ struct DomainLoss {
   double loss = 0;           ///< mean next-token cross-entropy, nats
   int64_t tokens = 0;        ///< scored tokens
   double unigramEntropy = 0; ///< the domain's byte-unigram entropy, nats
+  /// The next-2-token head's mean loss, for a model with one (VWN's MTP).
+  std::optional<double> nextTwoLoss;
 };
 
 struct EvalResult {
   double loss = 0; ///< over all scored tokens of all domains
   int64_t tokens = 0;
+  std::optional<double> nextTwoLoss; ///< likewise, with a next-2-token head
   std::vector<DomainLoss> domains;
 
-  /// {"val_loss": ..., "val_tokens": ..., "domains": {name: {...}}}
+  /// {"val_loss": ..., "val_tokens": ..., "domains": {name: {...}}}, and
+  /// "val_loss_next2" overall and per domain with a next-2-token head
   JsonValue toJson() const;
 };
 

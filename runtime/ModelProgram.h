@@ -48,6 +48,17 @@ public:
   /// Mean cross-entropy of one batch; parameters are only read.
   virtual float loss(const float *params, const int32_t *inputs,
                      const int32_t *targets) = 0;
+
+  /// Whether the model has a next-2-token head (VWN's MTP).
+  virtual bool hasNextTwoHead() const { return false; }
+
+  /// The next-token loss of one batch, and the next-2-token head's mean
+  /// cross-entropy in `nextTwo`; only for a model with that head.
+  virtual float losses(const float *params, const int32_t *inputs,
+                       const int32_t *targets, float &nextTwo) {
+    (void)params, (void)inputs, (void)targets, (void)nextTwo;
+    return 0;
+  }
 };
 
 } // namespace drc

@@ -39,7 +39,8 @@ public:
                       const int32_t *targets, float *states, float *lens,
                       float *maps) = 0;
 
-  /// The model without block `block`: its depth states and mean loss.
+  /// The model without block `block`: its depth states and mean loss, on
+  /// the batch of the last probe() call (whose results it starts from).
   virtual float skip(int64_t block, const float *params, const int32_t *inputs,
                      const int32_t *targets, float *states) = 0;
 

@@ -66,6 +66,8 @@ void SweepResults::add(const SweepCell &cell, int64_t parameters,
   r.set("lr", cell.lr);
   r.set("seed", cell.seed);
   r.set("val_loss", final.loss);
+  if (final.nextTwoLoss)
+    r.set("next2_val_loss", *final.nextTwoLoss);
   JsonValue domains = JsonValue::object();
   for (const DomainLoss &d : final.domains)
     domains.set(d.domain, d.loss);

@@ -98,6 +98,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   std::vector<int32_t> inputs(tokensPerStep), targets(tokensPerStep);
 
   ProgressLine::Options progressOptions;
+  progressOptions.label = options.progressLabel;
   ProgressLine progress(options.progress, options.steps, progressOptions,
                         start);
   auto began = std::chrono::steady_clock::now();
@@ -141,6 +142,11 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     record.set("val_loss", eval.loss);
     for (const DomainLoss &d : eval.domains)
       record.set("val_loss_" + d.domain, d.loss);
+    if (eval.nextTwoLoss) {
+      record.set("val_loss_next2", *eval.nextTwoLoss);
+      for (const DomainLoss &d : eval.domains)
+        record.set("val_loss_next2_" + d.domain, *d.nextTwoLoss);
+    }
     record.set("lr", lr);
     record.set("grad_norm", lastGradNorm);
     record.set("tokens", done * tokensPerStep);

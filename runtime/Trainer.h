@@ -27,6 +27,9 @@ struct TrainOptions {
   uint64_t seed = 1;
   bool resume = false; ///< continue from runDir's checkpoint
   std::FILE *progress = stderr;
+  /// What the progress line starts with, before "<step>/<steps>" (a sweep
+  /// puts its own progress there).
+  std::string progressLabel = "step";
 };
 
 struct TrainSummary {

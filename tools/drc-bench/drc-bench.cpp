@@ -24,8 +24,9 @@ Runs the width-depth sweep that the grid GRID (docs/bench.md) describes:
 every (scheme, n_layer, learning rate, seed) cell, each at the d_model that
 puts the Pre-LN model within 3% of the grid's parameter budget, trained on
 the corpus DIR (docs/data.md) with the grid's shared recipe. Cells run one
-after another, each with drc-train's progress line; a line per finished
-cell gives its loss, the cells done and a rough estimate of the time left.
+after another; one progress line shows the cells done, the sweep's time
+left (a rough estimate from the cells so far), and the current cell's step,
+loss, tokens/s and ETA; a line per finished cell gives its loss.
 Each cell writes DIR/cells/CELL/ (its model spec, metrics and
 checkpoint, as drc-train would), and its final validation losses go to
 DIR/results.jsonl, one JSON record per cell. Then the layer probes run on
@@ -112,14 +113,15 @@ void writeReport(const drc::SweepSpec &sweep,
                                             "loss-vs-depth.svg", probes));
 }
 
-/// The layer probes of a finished cell, to cells/CELL/probes.json.
+/// The layer probes of a finished cell, to cells/CELL/probes.json; the
+/// progress line starts with `label`.
 void probeCell(drc::HostCompiler &compiler, const drc::SweepSpec &sweep,
                const drc::SweepCell &cell, const drc::Corpus &corpus,
-               const std::filesystem::path &out) {
+               const std::filesystem::path &out, const std::string &label) {
   std::filesystem::path dir = out / "cells" / cell.id;
   auto program = compiler.compileProbes(cell.spec);
   drc::ProgressLine::Options options;
-  options.label = "probe";
+  options.label = label;
   options.rateUnit = "";
   std::unique_ptr<drc::ProgressLine> line;
   drc::ProbeResult result = drc::probeCheckpoint(
@@ -127,7 +129,7 @@ void probeCell(drc::HostCompiler &compiler, const drc::SweepSpec &sweep,
       sweep.probeBatches, [&](int64_t done, int64_t total) {
         if (!line)
           line = std::make_unique<drc::ProgressLine>(stderr, total, options);
-        line->update(done, 0, cell.id + " forward passes");
+        line->update(done, 0, "forward passes");
       });
   if (line)
     line->finish();
@@ -182,6 +184,15 @@ int benchMain(int argc, char **argv) {
 
   auto began = std::chrono::steady_clock::now();
   size_t done = 0, ranHere = 0;
+  std::string sweepLeft; // this run's estimate, once a cell has finished
+  // Every progress line starts with the sweep's: "[3/18 cells, sweep about
+  // 14 min left] hc-L4-lr0.002-s1 step 120/434 | loss ... | ETA ...".
+  auto label = [&](const drc::SweepCell &cell, const char *what) {
+    return "[" + std::to_string(done) + "/" + std::to_string(cells.size()) +
+           " cells" +
+           (sweepLeft.empty() ? "" : ", sweep about " + sweepLeft + " left") +
+           "] " + cell.id + " " + what;
+  };
   for (size_t i = 0; i < cells.size(); ++i) {
     const drc::SweepCell &cell = cells[i];
     if (results.find(cell)) {
@@ -190,7 +201,7 @@ int benchMain(int argc, char **argv) {
           !std::filesystem::exists(probesPath(out, cell.id))) {
         std::fprintf(stderr, "drc-bench: cell %zu/%zu %s: layer probes\n",
                      i + 1, cells.size(), cell.id.c_str());
-        probeCell(compiler, sweep, cell, corpus, out);
+        probeCell(compiler, sweep, cell, corpus, out, label(cell, "probe"));
         writeReport(sweep, cells, results, out);
       }
       ++done;
@@ -216,6 +227,7 @@ int benchMain(int argc, char **argv) {
     options.steps = cell.steps;
     options.seed = cell.seed;
     options.resume = std::filesystem::exists(drc::checkpointPath(dir));
+    options.progressLabel = label(cell, "step");
     drc::TrainSummary summary = drc::train(*model, cell.spec, corpus, options);
     results.add(cell, model->parameters().numParameters(), summary.final,
                 summary.wallSeconds, summary.tokensPerSecond);
@@ -223,7 +235,7 @@ int benchMain(int argc, char **argv) {
     if (sweep.probeBatches) {
       std::fprintf(stderr, "drc-bench: cell %zu/%zu %s: layer probes\n", i + 1,
                    cells.size(), cell.id.c_str());
-      probeCell(compiler, sweep, cell, corpus, out);
+      probeCell(compiler, sweep, cell, corpus, out, label(cell, "probe"));
     }
     writeReport(sweep, cells, results, out);
     ++done;
@@ -237,6 +249,7 @@ int benchMain(int argc, char **argv) {
     char eta[32];
     std::snprintf(eta, sizeof eta, left < 90 ? "%.0f s" : "%.0f min",
                   left < 90 ? left : left / 60);
+    sweepLeft = eta;
     std::fprintf(stderr,
                  "drc-bench: cell %zu/%zu %s: val_loss %.4f (%zu of %zu "
                  "cells done, %.0f s in this run, about %s left)\n",

@@ -32,8 +32,9 @@ STAGE to OUT (default: standard output):
 --no-fuse leaves every token-local op its own kernel (no drc.fused regions
 before linalg): the reference the fused program is tested against.
 --probes compiles the forward functions drc-probe runs instead of the train
-step: @loss, @probe (the depth states, their logit lens and HC-style stream
-maps) and @skip_<s> for each block s (docs/probes.md); train-step then
+step: @loss, @probe (the depth states, their logit lens, HC-style stream
+maps and the state entering each block) and @skip_<s> for each block s (the
+blocks after s, from the state entering s; docs/probes.md); train-step then
 means these functions in kernel-level drc ops.
 --report prints the residual part's memory traffic in bytes per token: per
 boundary between sublayers in the forward pass and in total for the train

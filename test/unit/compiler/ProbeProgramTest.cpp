@@ -106,7 +106,11 @@ TEST_CASE("skipping the last block of two is the one-block model with the "
   }
   std::vector<int32_t> tokens = drc::test::randomTokens(16, 32, 3),
                        targets = drc::test::randomTokens(16, 32, 4);
-  std::vector<float> states(16 * 3 * two->shape().width);
+  const drc::ProbeShape &shape = two->shape();
+  std::vector<float> states(16 * 3 * shape.width), lens(16 * 3 * shape.vocab),
+      maps(16 * 4 * shape.streams * shape.streams);
+  two->probe(params.data(), tokens.data(), targets.data(), states.data(),
+             lens.data(), maps.data());
   float skipped =
       two->skip(1, params.data(), tokens.data(), targets.data(), states.data());
   CHECK(skipped ==
