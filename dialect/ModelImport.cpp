@@ -308,6 +308,16 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
   if (failed(transport))
     return failure();
 
+  // The compile-time values of sublayer k: its index k, its block b = k/2
+  // and j = 0 (attention) or 1 (FFN), besides the model's.
+  auto sublayerStatics = [&](int64_t k) {
+    StaticValues here = *statics;
+    here[b.getStringAttr("k")] = b.getIndexAttr(k);
+    here[b.getStringAttr("b")] = b.getIndexAttr(k / 2);
+    here[b.getStringAttr("j")] = b.getIndexAttr(k % 2);
+    return here;
+  };
+
   // Sublayer k (block `block`) reads the state, runs, and writes it back; its
   // parameters are named `prefix` + attn. or ffn. + name. With `transports`,
   // the coefficient @read marks {drc.transport} is appended to it.
@@ -320,10 +330,7 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
     std::string context = "sublayer " + std::to_string(k) + " (block " +
                           std::to_string(block) +
                           (attention ? ", attention)" : ", FFN)");
-    StaticValues here = *statics;
-    here[b.getStringAttr("k")] = b.getIndexAttr(k);
-    here[b.getStringAttr("b")] = b.getIndexAttr(block);
-    here[b.getStringAttr("j")] = b.getIndexAttr(k % 2);
+    StaticValues here = sublayerStatics(k);
     FailureOr<SmallVector<Value>> read =
         residual.call(b, "read", state, here, at, context);
     if (failed(read))
@@ -486,10 +493,7 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
                               ValueRange{})
             .getResult();
       }
-      StaticValues here = *statics;
-      here[b.getStringAttr("k")] = b.getIndexAttr(2 * block);
-      here[b.getStringAttr("b")] = b.getIndexAttr(block);
-      here[b.getStringAttr("j")] = b.getIndexAttr(0);
+      StaticValues here = sublayerStatics(2 * block); // its attention
       std::string prefix = "blocks." + std::to_string(block) + ".attn.";
       std::string context =
           "the depth state entering block " + std::to_string(block);

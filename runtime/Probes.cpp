@@ -3,11 +3,13 @@
 
 #include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
+#include "runtime/Progress.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 
 namespace drc {
@@ -162,12 +164,10 @@ JsonValue ProbeResult::toJson() const {
   out.set("logit_lens", std::move(lens));
   JsonValue late = JsonValue::object();
   late.set("first_block", lateFirstBlock());
-  auto [causalPairs, causalAbove] = latePairs(causal, 0.45);
-  auto [swapPairs, swapAbove] = latePairs(swap, 0.15);
-  late.set("pairs", causalPairs);
+  auto [pairs, causalAbove] = latePairs(causal, 0.45);
+  late.set("pairs", pairs); // the same pairs for both scores
   late.set("causal_above_0.45", numberOrNull(causalAbove));
-  late.set("swap_above_0.15", numberOrNull(swapAbove));
-  (void)swapPairs; // the same pairs
+  late.set("swap_above_0.15", numberOrNull(latePairs(swap, 0.15).second));
   out.set("late_pairs", std::move(late));
   if (streams) {
     JsonValue maps = JsonValue::object();
@@ -271,7 +271,7 @@ ProbeResult runProbes(ProbeProgram &program, const float *params,
   auto z = [&](const std::vector<float> &s, int64_t t, int64_t b) {
     return s.data() + (t * depths + b) * Z;
   };
-  std::vector<double> logP, logQ, P(n * n), T(n * n), next(n * n);
+  std::vector<double> logP, logQ, norms(depths), P(n * n), next(n * n);
 
   for (int64_t bi = 0; bi < batches; ++bi) {
     batch(bi, inputs.data(), targets.data());
@@ -281,12 +281,14 @@ ProbeResult runProbes(ProbeProgram &program, const float *params,
     for (int64_t t = 0; t < N; ++t) {
       // Angular distance between every two depth states.
       for (int64_t i = 0; i < depths; ++i)
+        norms[i] = norm(z(states, t, i), nullptr, Z);
+      for (int64_t i = 0; i < depths; ++i)
         for (int64_t j = i + 1; j < depths; ++j) {
           const float *a = z(states, t, i), *b = z(states, t, j);
           double dot = 0;
           for (int64_t w = 0; w < Z; ++w)
             dot += double(a[w]) * b[w];
-          double na = norm(a, nullptr, Z), nb = norm(b, nullptr, Z);
+          double na = norms[i], nb = norms[j];
           if (na == 0 || nb == 0)
             continue;
           double angle =
@@ -412,11 +414,10 @@ void checkProbeBatches(const ModelSpec &spec, const Corpus &corpus,
   }
 }
 
-ProbeResult
-probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
-                const std::string &checkpoint, const Corpus &corpus,
-                int64_t batches,
-                const std::function<void(int64_t, int64_t)> &progress) {
+ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
+                            const std::string &checkpoint, const Corpus &corpus,
+                            int64_t batches, const std::string &label,
+                            std::FILE *progress) {
   checkProbeBatches(spec, corpus, batches);
   BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
                        spec.train.evalTokens);
@@ -424,12 +425,23 @@ probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
   std::vector<float> params(program.parameters().numElements(), 0.0f);
   TrainState state = loadCheckpointWeights(
       checkpoint, program.parameters(), modelFingerprint(spec), params.data());
+  ProgressLine::Options options;
+  options.label = label;
+  options.rateUnit = "";
+  options.logIntervalS = 10;
+  std::unique_ptr<ProgressLine> line;
   ProbeResult result = runProbes(
       program, params.data(), batches,
       [&](int64_t i, int32_t *inputs, int32_t *targets) {
         sampler.valBatch(i % domains, i / domains, inputs, targets);
       },
-      progress);
+      [&](int64_t done, int64_t total) {
+        if (!line)
+          line = std::make_unique<ProgressLine>(progress, total, options);
+        line->update(done, 0, "forward passes");
+      });
+  if (line)
+    line->finish();
   result.step = state.step;
   return result;
 }

@@ -27,6 +27,7 @@
 #include "runtime/ModelSpec.h"
 #include "runtime/ProbeProgram.h"
 
+#include <cstdio>
 #include <functional>
 #include <vector>
 
@@ -83,13 +84,13 @@ void checkProbeBatches(const ModelSpec &spec, const Corpus &corpus,
                        int64_t batches);
 
 /// The probes of `checkpoint` (weights of `spec`) over `batches` validation
-/// batches of `corpus`: batch i is full batch i / D of domain i % D. Throws
-/// what checkProbeBatches and loadCheckpointWeights throw.
-ProbeResult
-probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
-                const std::string &checkpoint, const Corpus &corpus,
-                int64_t batches,
-                const std::function<void(int64_t, int64_t)> &progress = {});
+/// batches of `corpus`: batch i is full batch i / D of domain i % D, with a
+/// progress line to `progress` that starts with `label`. Throws what
+/// checkProbeBatches and loadCheckpointWeights throw.
+ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
+                            const std::string &checkpoint, const Corpus &corpus,
+                            int64_t batches, const std::string &label,
+                            std::FILE *progress = stderr);
 
 /// Singular values of the n x n row-major matrix `m`, largest first.
 std::vector<double> singularValues(const std::vector<double> &m, int64_t n);

@@ -4,7 +4,6 @@
 #include "runtime/Corpus.h"
 #include "runtime/ProbeReport.h"
 #include "runtime/Probes.h"
-#include "runtime/Progress.h"
 #include "runtime/SweepReport.h"
 #include "runtime/SweepResults.h"
 #include "runtime/TomlFields.h"
@@ -120,19 +119,9 @@ void probeCell(drc::HostCompiler &compiler, const drc::SweepSpec &sweep,
                const std::filesystem::path &out, const std::string &label) {
   std::filesystem::path dir = out / "cells" / cell.id;
   auto program = compiler.compileProbes(cell.spec);
-  drc::ProgressLine::Options options;
-  options.label = label;
-  options.rateUnit = "";
-  std::unique_ptr<drc::ProgressLine> line;
   drc::ProbeResult result = drc::probeCheckpoint(
       *program, cell.spec, drc::checkpointPath(dir).string(), corpus,
-      sweep.probeBatches, [&](int64_t done, int64_t total) {
-        if (!line)
-          line = std::make_unique<drc::ProgressLine>(stderr, total, options);
-        line->update(done, 0, "forward passes");
-      });
-  if (line)
-    line->finish();
+      sweep.probeBatches, label);
   drc::writeFileAtomically(probesPath(out, cell.id).string(),
                            drc::toJson(result.toJson()) + "\n");
 }

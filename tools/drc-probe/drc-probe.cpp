@@ -5,7 +5,6 @@
 #include "runtime/Error.h"
 #include "runtime/Json.h"
 #include "runtime/Probes.h"
-#include "runtime/Progress.h"
 #include "tools/common/HostCompiler.h"
 #include "tools/common/ToolOutput.h"
 
@@ -58,20 +57,8 @@ int probeMain(int argc, char **argv) {
   std::fprintf(stderr, "drc-probe: compiling the probes of %s\n",
                spec.path.c_str());
   auto program = compiler.compileProbes(spec);
-  drc::ProgressLine::Options options;
-  options.label = "probe";
-  options.rateUnit = "";
-  options.logIntervalS = 10;
-  std::unique_ptr<drc::ProgressLine> line;
-  drc::ProbeResult result = drc::probeCheckpoint(
-      *program, spec, checkpoint, corpus, batches,
-      [&](int64_t done, int64_t total) {
-        if (!line)
-          line = std::make_unique<drc::ProgressLine>(stderr, total, options);
-        line->update(done, 0, "forward passes");
-      });
-  if (line)
-    line->finish();
+  drc::ProbeResult result = drc::probeCheckpoint(*program, spec, checkpoint,
+                                                 corpus, batches, "probe");
   drc::JsonValue out = result.toJson();
   out.set("checkpoint", checkpoint);
   std::string text = drc::toJson(out) + "\n";
