@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -104,6 +105,9 @@ CorpusDomain loadDomain(const fs::path &directory, uint32_t vocabSize) {
   loadSplit(directory, "train", domain.trainShards, vocabSize, domain.train);
   loadSplit(directory, "val", domain.valShards, vocabSize, domain.val);
   domain.valUnigramEntropy = unigramEntropy(domain.val);
+  std::ifstream task(directory / "TASK");
+  if (task && std::getline(task, domain.task))
+    domain.task.erase(domain.task.find_last_not_of(" \t\r") + 1);
   return domain;
 }
 

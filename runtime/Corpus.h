@@ -34,6 +34,9 @@ struct CorpusDomain {
   /// Unigram entropy of `val` in nats: the loss of a model that knows only
   /// token frequencies, a floor any trained model should beat.
   double valUnigramEntropy = 0;
+  /// The first line of the domain's TASK file, when it has one: the name of
+  /// a task its validation text is scored on (runtime/DepthTask.h).
+  std::string task;
 };
 
 struct Corpus {
@@ -49,7 +52,8 @@ struct Corpus {
 /// start with '.'). A `.bin` file is a train shard when `train` is one of the
 /// words of its name split at '_', '-' and '.', a val shard when `val` is, so
 /// llm.c's `fineweb_train_000001.bin` loads as well as drc-data's
-/// `train_000000.bin`; other files are ignored. Throws InputError when the
+/// `train_000000.bin`; a file TASK names the domain's task; other files are
+/// ignored. Throws InputError when the
 /// directory is missing, has no domain, a domain lacks train or val shards, a
 /// shard name is ambiguous, a shard is malformed, or a token is >= vocabSize.
 Corpus loadCorpus(const std::filesystem::path &directory, uint32_t vocabSize);

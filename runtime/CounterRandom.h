@@ -35,6 +35,35 @@ constexpr uint64_t uniformBelow(uint64_t random, uint64_t n) {
                                64);
 }
 
+/// The draws of one generated document (a worksheet of a synthetic domain):
+/// draw k is counterRandom(seed, stream, index, k), so every document is a
+/// pure function of its coordinates, the same on every machine.
+class DocumentRandom {
+public:
+  DocumentRandom(uint64_t seed, uint64_t stream, uint64_t index)
+      : seed(seed), stream(stream), index(index) {}
+
+  /// Uniform in [low, high].
+  int64_t between(int64_t low, int64_t high) {
+    auto span = static_cast<uint64_t>(high - low) + 1;
+    return low + static_cast<int64_t>(uniformBelow(next(), span));
+  }
+
+  /// A number of 1..maxDigits digits, the digit count uniform first, so
+  /// short and long numbers are equally common.
+  int64_t number(int maxDigits) {
+    int digits = static_cast<int>(between(1, maxDigits));
+    int64_t low = 1;
+    for (int i = 1; i < digits; ++i)
+      low *= 10;
+    return between(digits == 1 ? 0 : low, low * 10 - 1);
+  }
+
+private:
+  uint64_t seed, stream, index, draws = 0;
+  uint64_t next() { return counterRandom(seed, stream, index, draws++); }
+};
+
 } // namespace drc
 
 #endif // DRC_RUNTIME_COUNTERRANDOM_H

@@ -101,4 +101,28 @@ DomainSizes DomainWriter::finish() {
   return {train.sizes, val.sizes};
 }
 
+DomainSizes buildGeneratedDomain(
+    const std::filesystem::path &directory, std::string_view what,
+    size_t trainBytes, size_t valBytes, size_t shardTokens,
+    const std::function<std::string(bool val, uint64_t index)> &document) {
+  if (trainBytes == 0 || valBytes == 0)
+    throw InputError("the " + std::string(what) +
+                     " domain needs a positive number of train and val "
+                     "bytes, got " +
+                     std::to_string(trainBytes) + " and " +
+                     std::to_string(valBytes));
+  DomainWriter writer(directory, shardTokens);
+  for (bool val : {false, true}) {
+    size_t written = 0, wanted = val ? valBytes : trainBytes;
+    for (uint64_t index = 0; written < wanted; ++index) {
+      std::string text = document(val, index);
+      std::string source =
+          std::string(what) + " document " + std::to_string(index);
+      val ? writer.addVal(text, source) : writer.addTrain(text, source);
+      written += text.size();
+    }
+  }
+  return writer.finish();
+}
+
 } // namespace drc

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,15 @@ private:
   void add(Split &split, std::string_view document, std::string_view source);
   void flush(Split &split);
 };
+
+/// Writes documents 0, 1, ... of a generated domain (`document(val, index)`)
+/// to `directory` until train has at least `trainBytes` bytes of text and val
+/// at least `valBytes`. Throws InputError naming the domain `what` when a
+/// size is zero.
+DomainSizes buildGeneratedDomain(
+    const std::filesystem::path &directory, std::string_view what,
+    size_t trainBytes, size_t valBytes, size_t shardTokens,
+    const std::function<std::string(bool val, uint64_t index)> &document);
 
 /// `train_000003.bin` for ("train", 3).
 std::string shardFileName(std::string_view split, size_t index);

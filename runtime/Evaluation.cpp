@@ -51,7 +51,7 @@ EvalResult evaluate(ModelProgram &program, const float *params,
     }
     DomainLoss entry{corpus.domains[d].name, sum / full,
                      static_cast<int64_t>(full) * rows * seqLen,
-                     corpus.domains[d].valUnigramEntropy};
+                     corpus.domains[d].valUnigramEntropy, std::nullopt};
     if (nextTwo)
       entry.nextTwoLoss = sumNextTwo / full;
     total += entry.loss * entry.tokens;

@@ -2,39 +2,11 @@
 #include "runtime/MathDomain.h"
 
 #include "runtime/CounterRandom.h"
-#include "runtime/Error.h"
 
 #include <vector>
 
 namespace drc {
 namespace {
-
-/// Draws for one worksheet: draw k is counterRandom(seed, stream, index, k).
-class WorksheetRandom {
-public:
-  WorksheetRandom(uint64_t seed, MathStream stream, uint64_t index)
-      : seed(seed), stream(static_cast<uint64_t>(stream)), index(index) {}
-
-  /// Uniform in [low, high].
-  int64_t between(int64_t low, int64_t high) {
-    auto span = static_cast<uint64_t>(high - low) + 1;
-    return low + static_cast<int64_t>(uniformBelow(next(), span));
-  }
-
-  /// A number of 1..maxDigits digits, the digit count uniform first, so
-  /// short and long numbers are equally common.
-  int64_t number(int maxDigits) {
-    int digits = static_cast<int>(between(1, maxDigits));
-    int64_t low = 1;
-    for (int i = 1; i < digits; ++i)
-      low *= 10;
-    return between(digits == 1 ? 0 : low, low * 10 - 1);
-  }
-
-private:
-  uint64_t seed, stream, index, draws = 0;
-  uint64_t next() { return counterRandom(seed, stream, index, draws++); }
-};
 
 std::string binary(int64_t a, char op, int64_t b, int64_t result) {
   return std::to_string(a) + op + std::to_string(b) + "=" +
@@ -45,7 +17,7 @@ std::string binary(int64_t a, char op, int64_t b, int64_t result) {
 /// precedence needs, and reduced one operation at a time.
 class Expression {
 public:
-  explicit Expression(WorksheetRandom &random) {
+  explicit Expression(DocumentRandom &random) {
     root = grow(random, static_cast<int>(random.between(2, 4)));
   }
 
@@ -68,7 +40,7 @@ private:
   std::vector<Node> nodes;
   int root;
 
-  int grow(WorksheetRandom &random, int operations) {
+  int grow(DocumentRandom &random, int operations) {
     if (operations == 0) {
       nodes.push_back({0, random.between(1, 99), -1, -1});
       return static_cast<int>(nodes.size()) - 1;
@@ -132,7 +104,7 @@ private:
 };
 
 /// "ax+b=c -> ax=c-b -> x=v" with a >= 2 and b != 0.
-std::string linearEquation(WorksheetRandom &random) {
+std::string linearEquation(DocumentRandom &random) {
   int64_t a = random.between(2, 12);
   int64_t x = random.between(-20, 50);
   int64_t b = random.between(1, 60) * (random.between(0, 1) ? 1 : -1);
@@ -143,7 +115,7 @@ std::string linearEquation(WorksheetRandom &random) {
          "=" + std::to_string(c - b) + " -> x=" + std::to_string(x);
 }
 
-std::string problem(WorksheetRandom &random) {
+std::string problem(DocumentRandom &random) {
   int64_t kind = random.between(0, 99);
   if (kind < 25) {
     int64_t a = random.number(5), b = random.number(5);
@@ -171,7 +143,7 @@ std::string problem(WorksheetRandom &random) {
 } // namespace
 
 std::string mathWorksheet(uint64_t seed, MathStream stream, uint64_t index) {
-  WorksheetRandom random(seed, stream, index);
+  DocumentRandom random(seed, static_cast<uint64_t>(stream), index);
   int64_t problems = random.between(16, 48);
   std::string text;
   for (int64_t i = 0; i < problems; ++i)
@@ -182,24 +154,12 @@ std::string mathWorksheet(uint64_t seed, MathStream stream, uint64_t index) {
 DomainSizes buildMathDomain(const std::filesystem::path &directory,
                             uint64_t seed, size_t trainBytes, size_t valBytes,
                             size_t shardTokens) {
-  if (trainBytes == 0 || valBytes == 0)
-    throw InputError(
-        "the math domain needs a positive number of train and val bytes, got " +
-        std::to_string(trainBytes) + " and " + std::to_string(valBytes));
-  DomainWriter writer(directory, shardTokens);
-  size_t written = 0;
-  for (uint64_t index = 0; written < trainBytes; ++index) {
-    std::string worksheet = mathWorksheet(seed, MathStream::Train, index);
-    writer.addTrain(worksheet, "math worksheet " + std::to_string(index));
-    written += worksheet.size();
-  }
-  written = 0;
-  for (uint64_t index = 0; written < valBytes; ++index) {
-    std::string worksheet = mathWorksheet(seed, MathStream::Val, index);
-    writer.addVal(worksheet, "math worksheet " + std::to_string(index));
-    written += worksheet.size();
-  }
-  return writer.finish();
+  return buildGeneratedDomain(
+      directory, "math", trainBytes, valBytes, shardTokens,
+      [&](bool val, uint64_t index) {
+        return mathWorksheet(seed, val ? MathStream::Val : MathStream::Train,
+                             index);
+      });
 }
 
 } // namespace drc

@@ -95,6 +95,110 @@ void heatmap(std::ostringstream &svg, double x, double y, double cell,
         << first + c << "</text>\n";
 }
 
+/// The task of `name` in a probes.json, or null.
+const JsonValue *taskOf(const JsonValue *probes, const std::string &name) {
+  const JsonValue *tasks = probes ? probes->find("depth_tasks") : nullptr;
+  if (tasks && tasks->isArray())
+    for (const JsonValue &task : tasks->elements())
+      if (task.find("domain")->asString() == name)
+        return &task;
+  return nullptr;
+}
+
+/// Accuracy pooled over k at every depth of one task result.
+std::vector<double> pooledAccuracy(const JsonValue &task) {
+  std::vector<double> counts = vectorOf(task.find("answers_by_k")), out;
+  for (const std::vector<double> &row :
+       matrixOf(task, "accuracy_by_depth_and_k")) {
+    double right = 0, all = 0;
+    for (size_t k = 0; k < row.size() && k < counts.size(); ++k)
+      if (counts[k] > 0) {
+        right += row[k] * counts[k];
+        all += counts[k];
+      }
+    out.push_back(all > 0 ? right / all : NAN);
+  }
+  return out;
+}
+
+/// The depth task tables: accuracy by k per design and depth, and pooled
+/// accuracy of every depth state's logit lens at the deepest depth.
+template <typename ProbesOf>
+void depthTaskTables(std::ostringstream &md,
+                     const std::vector<std::string> &order,
+                     const std::vector<int64_t> &depths, ProbesOf probesOf) {
+  std::vector<std::string> names;
+  for (const std::string &scheme : order)
+    for (int64_t L : depths)
+      if (const JsonValue *p = probesOf(scheme, L))
+        if (const JsonValue *tasks = p->find("depth_tasks"))
+          for (const JsonValue &task : tasks->elements()) {
+            std::string name = task.find("domain")->asString();
+            if (std::find(names.begin(), names.end(), name) == names.end())
+              names.push_back(name);
+          }
+  int64_t deepest = depths.back();
+  for (const std::string &name : names) {
+    size_t hops = 0;
+    int64_t answers = 0;
+    for (const std::string &scheme : order)
+      for (int64_t L : depths)
+        if (const JsonValue *task = taskOf(probesOf(scheme, L), name)) {
+          std::vector<double> counts = vectorOf(task->find("answers_by_k"));
+          hops = std::max(hops, counts.size());
+          answers = 0;
+          for (double c : counts)
+            answers += int64_t(c);
+        }
+    md << "\n### Depth task '" << name << "': accuracy by k\n\nThe share of "
+       << answers
+       << " validation problems (per cell) whose answer is the model's most "
+          "likely next token, by the number k of permutations composed (a "
+          "model that only knows the answer is one of five symbols scores "
+          "20%).\n\n| design | n_layer |";
+    for (size_t k = 1; k <= hops; ++k)
+      md << " k=" << k << " |";
+    md << " all |\n|---|---|";
+    for (size_t k = 0; k <= hops; ++k)
+      md << "---|";
+    md << "\n";
+    for (const std::string &scheme : order)
+      for (int64_t L : depths) {
+        const JsonValue *task = taskOf(probesOf(scheme, L), name);
+        if (!task)
+          continue;
+        std::vector<std::vector<double>> accuracy =
+            matrixOf(*task, "accuracy_by_depth_and_k");
+        md << "| " << scheme << " | " << L << " |";
+        for (size_t k = 0; k < hops; ++k)
+          md << " "
+             << (k < accuracy.back().size() && std::isfinite(accuracy.back()[k])
+                     ? formatFixed(100 * accuracy.back()[k], 0) + "%"
+                     : "—")
+             << " |";
+        md << " " << formatFixed(100 * pooledAccuracy(*task).back(), 1)
+           << "% |\n";
+      }
+    md << "\nWhere the answer appears at L" << deepest
+       << ": the same accuracy (all k) read from each depth state z_b "
+          "through the logit lens.\n\n| design |";
+    for (int64_t b = 0; b <= deepest; ++b)
+      md << " z" << b << " |";
+    md << "\n|---|";
+    for (int64_t b = 0; b <= deepest; ++b)
+      md << "---|";
+    md << "\n";
+    for (const std::string &scheme : order)
+      if (const JsonValue *task = taskOf(probesOf(scheme, deepest), name)) {
+        md << "| " << scheme << " |";
+        for (double v : pooledAccuracy(*task))
+          md << " " << (std::isfinite(v) ? formatFixed(100 * v, 0) + "%" : "—")
+             << " |";
+        md << "\n";
+      }
+  }
+}
+
 } // namespace
 
 std::string probeFigureFile(const SweepPoint &point) {
@@ -241,6 +345,13 @@ std::string probeReportSection(const std::vector<SweepPoint> &points,
            << last("amax_forward") << " | " << last("amax_backward") << " |\n";
       }
   }
+
+  depthTaskTables(
+      md, order, depths,
+      [&](const std::string &scheme, int64_t L) -> const JsonValue * {
+        const SweepPoint *p = find(scheme, L);
+        return p ? probesOf(*p) : nullptr;
+      });
 
   md << "\n### Heatmaps at L" << deepest << "\n\n";
   for (const std::string &scheme : order)

@@ -5,7 +5,8 @@
 // learning rate: the late-layer causal and permutation pair percentages per
 // design and depth (DepthBench's summary), single-layer pruning and the
 // logit lens at the deepest depth, the stream maps' effective rank and Amax
-// gains, and per design the angular-distance, causal-score and swap-score
+// gains, accuracy by k on each depth task domain (runtime/DepthTask.h), and
+// per design the angular-distance, causal-score and swap-score
 // matrices as one SVG figure.
 //
 //===----------------------------------------------------------------------===//

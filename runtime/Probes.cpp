@@ -177,6 +177,12 @@ JsonValue ProbeResult::toJson() const {
     maps.set("amax_backward", vectorJson(amaxBackward));
     out.set("stream_maps", std::move(maps));
   }
+  if (!tasks.empty()) {
+    JsonValue list = JsonValue::array();
+    for (const DepthTaskResult &task : tasks)
+      list.push(task.toJson());
+    out.set("depth_tasks", std::move(list));
+  }
   return out;
 }
 
@@ -419,27 +425,44 @@ ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
                             int64_t batches, const std::string &label,
                             std::FILE *progress) {
   checkProbeBatches(spec, corpus, batches);
+  std::vector<size_t> tasks = taskDomains(corpus);
   BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
                        spec.train.evalTokens);
   int64_t domains = int64_t(corpus.domains.size());
   std::vector<float> params(program.parameters().numElements(), 0.0f);
   TrainState state = loadCheckpointWeights(
       checkpoint, program.parameters(), modelFingerprint(spec), params.data());
+  // One progress line over the probes' forward passes and the tasks'.
+  const size_t maxWindows = spec.train.evalTokens / spec.model.seqLen;
+  int64_t taskCalls = 0;
+  for (size_t d : tasks)
+    taskCalls +=
+        (int64_t(taskWindows(corpus.domains[d], spec.model.seqLen, maxWindows)
+                     .size()) +
+         spec.train.batch - 1) /
+        spec.train.batch;
   ProgressLine::Options options;
   options.label = label;
   options.rateUnit = "";
   options.logIntervalS = 10;
   std::unique_ptr<ProgressLine> line;
+  int64_t passes = 0;
+  auto tick = [&](int64_t probePasses) {
+    if (!line)
+      line = std::make_unique<ProgressLine>(progress, probePasses + taskCalls,
+                                            options);
+    line->update(++passes, 0, "forward passes");
+  };
   ProbeResult result = runProbes(
       program, params.data(), batches,
       [&](int64_t i, int32_t *inputs, int32_t *targets) {
         sampler.valBatch(i % domains, i / domains, inputs, targets);
       },
-      [&](int64_t done, int64_t total) {
-        if (!line)
-          line = std::make_unique<ProgressLine>(progress, total, options);
-        line->update(done, 0, "forward passes");
-      });
+      [&](int64_t, int64_t total) { tick(total); });
+  for (size_t d : tasks)
+    result.tasks.push_back(runDepthTask(
+        program, params.data(), corpus.domains[d], spec.model.seqLen,
+        maxWindows, [&](int64_t, int64_t) { tick(0); }));
   if (line)
     line->finish();
   result.step = state.step;

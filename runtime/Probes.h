@@ -23,6 +23,7 @@
 #define DRC_RUNTIME_PROBES_H
 
 #include "runtime/Corpus.h"
+#include "runtime/DepthTask.h"
 #include "runtime/Json.h"
 #include "runtime/ModelSpec.h"
 #include "runtime/ProbeProgram.h"
@@ -55,6 +56,8 @@ struct ProbeResult {
   std::vector<double> lensLoss, lensKL, lensTop5; ///< L+1
   int64_t streams = 0; ///< n of the stream maps; 0: none
   std::vector<double> erank, amaxForward, amaxBackward; ///< P_{0->k}, k=1..2L
+  /// Accuracy by k of each task domain (probeCheckpoint).
+  std::vector<DepthTaskResult> tasks;
 
   /// The first block of the late-layer pairs: ceil(L/4).
   int64_t lateFirstBlock() const;
@@ -84,9 +87,11 @@ void checkProbeBatches(const ModelSpec &spec, const Corpus &corpus,
                        int64_t batches);
 
 /// The probes of `checkpoint` (weights of `spec`) over `batches` validation
-/// batches of `corpus`: batch i is full batch i / D of domain i % D, with a
-/// progress line to `progress` that starts with `label`. Throws what
-/// checkProbeBatches and loadCheckpointWeights throw.
+/// batches of `corpus`: batch i is full batch i / D of domain i % D; then
+/// the depth task of every task domain over at most [train] eval_tokens of
+/// its validation text. A progress line to `progress` starts with `label`.
+/// Throws what checkProbeBatches, taskDomains, runDepthTask and
+/// loadCheckpointWeights throw.
 ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
                             const std::string &checkpoint, const Corpus &corpus,
                             int64_t batches, const std::string &label,

@@ -162,8 +162,10 @@ int benchMain(int argc, char **argv) {
       throw drc::InputError(e.what());
     }
   }
-  if (sweep.probeBatches)
+  if (sweep.probeBatches) {
     drc::checkProbeBatches(cells.front().spec, corpus, sweep.probeBatches);
+    drc::taskDomains(corpus); // an unknown TASK is refused before training
+  }
   std::error_code ec;
   std::filesystem::create_directories(out / "cells", ec);
   if (ec)

@@ -1,12 +1,14 @@
 //===- drc-data.cpp - Build and inspect token shards ----------------------===//
 //
-// The command-line face of runtime/TextDomain, runtime/MathDomain and
-// runtime/TokenShard; docs/data.md is the user guide.
+// The command-line face of runtime/TextDomain, runtime/MathDomain,
+// runtime/PermutationDomain and runtime/TokenShard; docs/data.md is the user
+// guide.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Corpus.h"
 #include "runtime/Error.h"
 #include "runtime/MathDomain.h"
+#include "runtime/PermutationDomain.h"
 #include "runtime/TextDomain.h"
 #include "runtime/TokenShard.h"
 
@@ -44,6 +46,13 @@ commands:
       stepwise expressions, linear equations) to the domain DIR: at least
       --bytes N of train text and --val-bytes N of val text (default 5% of
       --bytes), both a pure function of the seed S.
+  perm --out DIR --seed S --bytes N [--val-bytes N] [--max-hops K]
+       [--shard-tokens N]
+      Writes the synthetic depth task (docs/data.md): lines
+      "c:bdace,eacbd=e" that apply k permutations of a-e (k uniform in
+      1..K, --max-hops default 8, at most 32) to a start symbol, sized as
+      for math, and a file DIR/TASK so drc-probe and drc-bench score the
+      answers by k.
   info FILE...
       Prints each shard's header, token count, token range and unigram
       entropy.
@@ -157,20 +166,51 @@ int runText(Arguments arguments) {
   return drc::kExitOk;
 }
 
+/// The options math and perm share: --out, --seed, --bytes, --val-bytes.
+struct GeneratedDomain {
+  fs::path out;
+  uint64_t seed;
+  size_t bytes, valBytes;
+};
+
+GeneratedDomain generatedDomain(Arguments &arguments) {
+  GeneratedDomain domain;
+  domain.out = arguments.require("--out");
+  domain.seed = parseNumber<uint64_t>("--seed", arguments.require("--seed"));
+  domain.bytes = parseNumber<size_t>("--bytes", arguments.require("--bytes"));
+  std::optional<std::string> valBytes = arguments.take("--val-bytes");
+  domain.valBytes = valBytes ? parseNumber<size_t>("--val-bytes", *valBytes)
+                             : std::max<size_t>(1, domain.bytes / 20);
+  return domain;
+}
+
+void noFiles(const Arguments &arguments, const char *command) {
+  if (!arguments.positional.empty())
+    throw UsageError{std::string(command) + " takes no FILE arguments, got '" +
+                     arguments.positional.front() + "'"};
+}
+
 int runMath(Arguments arguments) {
-  fs::path out = arguments.require("--out");
-  auto seed = parseNumber<uint64_t>("--seed", arguments.require("--seed"));
-  auto bytes = parseNumber<size_t>("--bytes", arguments.require("--bytes"));
-  std::optional<std::string> valBytesText = arguments.take("--val-bytes");
-  size_t valBytes = valBytesText
-                        ? parseNumber<size_t>("--val-bytes", *valBytesText)
-                        : std::max<size_t>(1, bytes / 20);
+  GeneratedDomain domain = generatedDomain(arguments);
   size_t tokens = shardTokens(arguments);
   arguments.finish();
-  if (!arguments.positional.empty())
-    throw UsageError{"math takes no FILE arguments, got '" +
-                     arguments.positional.front() + "'"};
-  printSizes(out, drc::buildMathDomain(out, seed, bytes, valBytes, tokens));
+  noFiles(arguments, "math");
+  printSizes(domain.out,
+             drc::buildMathDomain(domain.out, domain.seed, domain.bytes,
+                                  domain.valBytes, tokens));
+  return drc::kExitOk;
+}
+
+int runPerm(Arguments arguments) {
+  GeneratedDomain domain = generatedDomain(arguments);
+  std::optional<std::string> hops = arguments.take("--max-hops");
+  int maxHops = hops ? parseNumber<int>("--max-hops", *hops) : 8;
+  size_t tokens = shardTokens(arguments);
+  arguments.finish();
+  noFiles(arguments, "perm");
+  printSizes(domain.out, drc::buildPermutationDomain(domain.out, domain.seed,
+                                                     maxHops, domain.bytes,
+                                                     domain.valBytes, tokens));
   return drc::kExitOk;
 }
 
@@ -204,6 +244,7 @@ int run(int argc, char **argv) {
     }
   int (*commandFunction)(Arguments) = command == "text"   ? runText
                                       : command == "math" ? runMath
+                                      : command == "perm" ? runPerm
                                       : command == "info" ? runInfo
                                                           : nullptr;
   if (!commandFunction)

@@ -30,6 +30,9 @@ domains in turn) and prints one JSON object, or writes it to OUT:
                      score > 0.45 and with a swap score > 0.15
   stream_maps        for HC, mHC and VWN: effective rank and Amax gains of
                      the composed stream maps
+  depth_tasks        for each task domain (a TASK file, e.g. drc-data perm):
+                     accuracy by k of every z_b's logit lens, over at most
+                     [train] eval_tokens of its validation problems
 SPEC is the checkpoint's model spec, by default spec.toml beside it (as
 drc-bench writes its cells). Progress goes to stderr.
 
@@ -53,6 +56,7 @@ int probeMain(int argc, char **argv) {
   drc::Corpus corpus = drc::loadCorpus(cl.required("data"),
                                        static_cast<uint32_t>(spec.model.vocab));
   drc::checkProbeBatches(spec, corpus, batches);
+  drc::taskDomains(corpus); // an unknown TASK is refused before compiling
   drc::HostCompiler compiler;
   std::fprintf(stderr, "drc-probe: compiling the probes of %s\n",
                spec.path.c_str());
