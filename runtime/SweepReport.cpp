@@ -2,6 +2,7 @@
 #include "runtime/SweepReport.h"
 
 #include "runtime/ProbeReport.h"
+#include "runtime/TokenEfficiencyReport.h"
 
 #include <algorithm>
 #include <cmath>
@@ -158,7 +159,8 @@ std::string lossPlotSvg(const std::vector<SweepPoint> &points) {
 std::string sweepReport(const SweepSpec &sweep,
                         const std::vector<SweepPoint> &points, size_t cellsDone,
                         size_t cellsTotal, const std::string &plotFile,
-                        const std::map<std::string, JsonValue> &probes) {
+                        const std::map<std::string, JsonValue> &probes,
+                        const SweepCurves &curves) {
   std::ostringstream md;
   md << "# Width-depth sweep: " << sweep.path << "\n\n"
      << cellsDone << " of " << cellsTotal << " cells done. Budget "
@@ -244,6 +246,9 @@ std::string sweepReport(const SweepSpec &sweep,
   for (const SweepPoint &p : points)
     md << "| " << p.scheme << " | " << p.nLayer << " | " << p.dModel << " | "
        << p.parameters << " | " << formatFixed(p.tokensPerSecond, 0) << " |\n";
+  std::string efficiency = tokenEfficiencySection(sweep, points, curves);
+  if (!efficiency.empty())
+    md << "\n" << efficiency;
   md << "\n" << probeReportSection(points, probes);
   md << "\nThe records behind these tables are in results.jsonl, each "
         "cell's probes in cells/CELL/probes.json (docs/bench.md).\n";

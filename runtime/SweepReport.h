@@ -14,6 +14,7 @@
 
 #include "runtime/Json.h"
 #include "runtime/SweepSpec.h"
+#include "runtime/TokenEfficiency.h"
 
 #include <map>
 #include <string>
@@ -46,13 +47,15 @@ std::string svgFigureStart(double width, double height,
 /// The validation loss against d/L, one line per design, as SVG.
 std::string lossPlotSvg(const std::vector<SweepPoint> &points);
 
-/// report.md's text; it shows `plotFile` (relative to the report), and the
+/// report.md's text; it shows `plotFile` (relative to the report), the
 /// layer probes of the points' cells found in `probes` (probes.json by cell
-/// id; runtime/ProbeReport.h).
+/// id; runtime/ProbeReport.h), and the token efficiency of entries with a
+/// baseline from their cells' `curves` (runtime/TokenEfficiencyReport.h).
 std::string sweepReport(const SweepSpec &sweep,
                         const std::vector<SweepPoint> &points, size_t cellsDone,
                         size_t cellsTotal, const std::string &plotFile,
-                        const std::map<std::string, JsonValue> &probes = {});
+                        const std::map<std::string, JsonValue> &probes = {},
+                        const SweepCurves &curves = {});
 
 } // namespace drc
 

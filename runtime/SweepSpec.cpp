@@ -160,7 +160,8 @@ void readSweepTable(const std::string &path, const toml::table &table,
     throw InputError(path + ": [sweep] n_layer lists a depth twice");
 }
 
-/// A `[[scheme]]` entry: `label` and `lr` are the sweep's; every other key
+/// A `[[scheme]]` entry: `label`, `lr` and `baseline` are the sweep's; every
+/// other key
 /// is the cell specs' [residual] table (scheme or scheme_file, and options).
 SweepScheme readScheme(const std::string &path, const toml::table &entry,
                        double defaultLr) {
@@ -175,6 +176,12 @@ SweepScheme readScheme(const std::string &path, const toml::table &entry,
       scheme.label = node.as_string()->get();
     } else if (k == "lr") {
       scheme.lrs = positiveNumbers(path, "[[scheme]] lr", node);
+    } else if (k == "baseline") {
+      if (!node.is_string() || node.as_string()->get().empty())
+        throw InputError(at + ": [[scheme]] baseline must be the label of "
+                              "another entry");
+      scheme.baseline = node.as_string()->get();
+      scheme.baselineWhere = at;
     } else if (k == "scheme") {
       if (!node.is_string())
         throw InputError(at + ": [[scheme]] scheme must be a string, found " +
@@ -285,6 +292,19 @@ SweepSpec parseSweepSpec(const std::string &text, const std::string &path) {
                        "' is used twice; give each entry its own label");
     sweep.schemes.push_back(std::move(scheme));
   }
+  for (const SweepScheme &scheme : sweep.schemes)
+    if (!scheme.baseline.empty() &&
+        (scheme.baseline == scheme.label || !labels.count(scheme.baseline))) {
+      std::string all;
+      for (const std::string &label : labels)
+        all += (all.empty() ? "" : ", ") + label;
+      throw InputError(
+          scheme.baselineWhere + ": [[scheme]] " + scheme.label +
+          " has baseline '" + scheme.baseline + "', which " +
+          (scheme.baseline == scheme.label
+               ? std::string("is the entry itself")
+               : "is not the label of an entry (labels: " + all + ")"));
+    }
   return sweep;
 }
 

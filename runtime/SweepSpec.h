@@ -29,6 +29,10 @@ struct SweepScheme {
   std::string residualToml; ///< the cell specs' [residual] table
   std::vector<double> lrs;  ///< peak learning rates (the best one counts)
   std::string where;        ///< "grid.toml:line:col" of the entry
+  /// The label of the entry whose loss this one's token efficiency is
+  /// measured against (runtime/TokenEfficiency.h); empty: none.
+  std::string baseline;
+  std::string baselineWhere; ///< of the baseline key
 };
 
 struct SweepSpec {

@@ -105,11 +105,24 @@ void writeReport(const drc::SweepSpec &sweep,
                               json));
     probes.emplace(p.cell, std::move(json));
   }
+  // Loss curves for the token efficiency of entries with a baseline.
+  drc::SweepCurves curves;
+  for (const drc::SweepScheme &scheme : sweep.schemes)
+    for (const drc::SweepPoint &p : points)
+      if (p.scheme == scheme.label || p.scheme == scheme.baseline)
+        if (!scheme.baseline.empty() && !curves.count(p.cell)) {
+          std::filesystem::path metrics =
+              out / "cells" / p.cell / "metrics.jsonl";
+          if (std::filesystem::exists(metrics))
+            for (const char *key : {"val_loss", "val_loss_next2"})
+              curves[p.cell][key] = drc::readLossCurve(metrics, key);
+        }
   drc::writeFileAtomically((out / "loss-vs-depth.svg").string(),
                            drc::lossPlotSvg(points));
   drc::writeFileAtomically((out / "report.md").string(),
                            drc::sweepReport(sweep, points, done, cells.size(),
-                                            "loss-vs-depth.svg", probes));
+                                            "loss-vs-depth.svg", probes,
+                                            curves));
 }
 
 /// The layer probes of a finished cell, to cells/CELL/probes.json; the

@@ -132,6 +132,25 @@ TEST_CASE("a sweep grid's mistakes are errors at their place", "[sweep]") {
     CHECK(e.find("[[scheme]] label 'preln' is used twice") !=
           std::string::npos);
   }
+  SECTION("a baseline that is no entry, or the entry itself") {
+    std::string e = inputErrorText([&] {
+      plan(edited("streams = 4", "streams = 4\nbaseline = \"pre\""));
+    });
+    CHECK(e.find("grid.toml:25:12: [[scheme]] hc4 has baseline 'pre', which "
+                 "is not the label of an entry (labels: hc4, preln)") == 0);
+    e = inputErrorText([&] {
+      plan(edited("streams = 4", "streams = 4\nbaseline = \"hc4\""));
+    });
+    CHECK(e.find("which is the entry itself") != std::string::npos);
+    drc::SweepSpec ok = drc::parseSweepSpec(
+        edited("streams = 4", "streams = 4\nbaseline = \"preln\""),
+        "grid.toml");
+    CHECK(ok.schemes[1].baseline == "preln");
+    CHECK(ok.schemes[0].baseline.empty());
+    // Not part of the cells' [residual] tables: their specs are unchanged.
+    CHECK(drc::planSweep(ok)[2].specToml ==
+          drc::planSweep(drc::parseSweepSpec(kGrid, "grid.toml"))[2].specToml);
+  }
   SECTION("no budget") {
     std::string e =
         inputErrorText([&] { plan(edited("budget = 500000\n", "")); });
