@@ -150,6 +150,50 @@ def CopiesToLinalg : Pass<"drc-copies-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def GpuScalarOperands : Pass<"drc-gpu-scalar-operands", "::mlir::func::FuncOp"> {
+  let summary = "Make scalars a linalg.generic reads from tensors its operands";
+  let description = [{
+    A kernel body may use a scalar computed outside it from a 0-d tensor
+    (`tensor.extract %t[]`, then arith and math: the loss's token count, the
+    optimizer's clip factor). On a CPU the host reads it; on a GPU the
+    tensor lives in device memory. This pass clones that scalar computation
+    into the generic's body and adds each 0-d tensor it extracts from as an
+    input with the map `(d...) -> ()` (its buffer, for a generic on
+    buffers), so every kernel reads what it needs itself and bufferization
+    keeps the buffer alive until then. Run before bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def GpuWrapSerial : Pass<"drc-gpu-wrap-serial", "::mlir::func::FuncOp"> {
+  let summary = "Put a bufferized function's serial work in one-iteration parallel loops";
+  let description = [{
+    On a GPU the host only launches kernels and never touches device memory.
+    After bufferization and linalg-to-parallel-loops, what is left at the top
+    level of a function besides parallel loops (full reductions as scf.for,
+    the optimizer's scalar loads, stores and arithmetic, a scratch alloca) is
+    serial work. Each maximal run of it becomes the body of
+    `scf.parallel (%i) = (0) to (1)`, so that gpu-map-parallel-loops and
+    convert-parallel-loops-to-gpu launch it as a one-thread kernel. What
+    stays on the host: constants, allocations and deallocations, views,
+    globals, parallel loops and the return. A run whose results are used
+    after it is an error.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def GpuMergeModules : Pass<"drc-gpu-merge-modules", "::mlir::ModuleOp"> {
+  let summary = "Move every outlined kernel into one gpu.module";
+  let description = [{
+    gpu-kernel-outlining gives each kernel a gpu.module of its own; a
+    program's kernels then become as many PTX modules. This pass moves
+    every gpu.func into one gpu.module `@kernels` (renaming on a clash) and
+    points each gpu.launch_func at it, so a program is one PTX module the
+    runtime loads once.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each loop nest of a bufferized entry point into its own function";
   let description = [{

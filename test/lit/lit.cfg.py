@@ -20,3 +20,18 @@ tools = ["drc-opt", "drc-compile", "drc-instantiate", "drc-train", "drc-bench", 
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.drc_tools_dir, t))],
     [config.drc_tools_dir])
+
+# PTX assembly checks need CUDA's ptxas (on PATH, under $CUDA_HOME or at
+# /usr/local/cuda, where this project's machines have it). Without it those
+# tests report UNSUPPORTED, and this note says why.
+import shutil
+ptxas = shutil.which("ptxas") or next(
+    (p for p in (os.path.join(r, "bin", "ptxas")
+                 for r in (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if r)
+     if os.access(p, os.X_OK)), None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+else:
+    lit_config.note("ptxas not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): "
+                    "the PTX assembly tests are skipped")

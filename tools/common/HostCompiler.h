@@ -9,6 +9,7 @@
 #define DRC_TOOLS_COMMON_HOSTCOMPILER_H
 
 #include "codegen/CpuProbeModel.h"
+#include "codegen/CudaTarget.h"
 #include "codegen/ModelCompiler.h"
 #include "runtime/ModelSpec.h"
 
@@ -39,6 +40,12 @@ public:
   lower(const ModelSpec &spec, mlir::drc::CompileStage stage,
         bool fuseTokenLocal = true,
         const mlir::drc::ImportOptions &options = {});
+
+  /// Compiles `spec`'s loss and train step for an NVIDIA GPU: PTX and its
+  /// launch manifest (codegen/CudaTarget.h); throws Error with the
+  /// diagnostics.
+  mlir::drc::CudaArtifacts compileForCuda(const ModelSpec &spec,
+                                          bool fuseTokenLocal = true);
 
   mlir::MLIRContext &context() { return ctx; }
 

@@ -1,7 +1,9 @@
 //===- drc-compile.cpp - Compile a model spec to a chosen stage ----------===//
 #include "dialect/ModelImport.h"
 #include "passes/TokenLocalRegions.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
+#include "runtime/Json.h"
 #include "runtime/ShapeSolver.h"
 #include "tools/common/HostCompiler.h"
 #include "tools/common/ToolOutput.h"
@@ -12,11 +14,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <filesystem>
 
 namespace {
 
 const char *const kHelp =
     R"(usage: drc-compile SPEC [--emit=STAGE] [--no-fuse] [--probes] [-o OUT]
+       drc-compile SPEC --target=cuda [--no-fuse] -o DIR
        drc-compile SPEC --print-params
        drc-compile SPEC --report
        drc-compile SPEC --solve-width=N [--iso-backbone]
@@ -29,6 +33,11 @@ STAGE to OUT (default: standard output):
               regions (drc-fuse-token-local)
   linalg      linalg on tensors, bound to the runtime's flat buffers
   llvm        LLVM IR for this CPU
+--target=cuda compiles the loss and train step for NVIDIA GPUs (sm_90)
+instead and writes DIR/kernels.ptx (one PTX module, made by LLVM's NVPTX
+backend, CUDA's libdevice linked for the math) and DIR/manifest.json (the
+parameters, and each function's arguments, buffers and kernel launches in
+order; docs/cuda.md). --target=cpu is the default.
 --no-fuse leaves every token-local op its own kernel (no drc.fused regions
 before linalg): the reference the fused program is tested against.
 --probes compiles the forward functions drc-probe runs instead of the train
@@ -92,7 +101,7 @@ int compileMain(int argc, char **argv) {
   std::vector<char *> args = drc::withLongOutputOption(argc, argv);
   drc::CommandLine cl(
       static_cast<int>(args.size()), args.data(),
-      {"emit", "output", "solve-width"},
+      {"emit", "output", "solve-width", "target"},
       {"print-params", "report", "iso-backbone", "no-fuse", "probes", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
@@ -113,6 +122,32 @@ int compileMain(int argc, char **argv) {
                 static_cast<long long>(budget),
                 s.withinTolerance() ? "" : "  NOT within 3% of the budget");
     return s.withinTolerance() ? 0 : 1;
+  }
+  std::string target = cl.value("target").value_or("cpu");
+  if (target != "cpu" && target != "cuda")
+    throw drc::UsageError("--target=" + target +
+                          " is not a target; use cpu "
+                          "or cuda");
+  if (target == "cuda") {
+    if (!cl.value("output"))
+      throw drc::UsageError("--target=cuda writes a directory: give it with "
+                            "-o DIR");
+    if (cl.value("emit") || cl.flag("probes") || cl.flag("report") ||
+        cl.flag("print-params"))
+      throw drc::UsageError("--target=cuda takes no --emit, --probes, "
+                            "--report or --print-params");
+    drc::HostCompiler compiler;
+    mlir::drc::CudaArtifacts artifacts =
+        compiler.compileForCuda(spec, !cl.flag("no-fuse"));
+    std::filesystem::path dir = *cl.value("output");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      throw drc::Error("cannot create " + dir.string() + ": " + ec.message());
+    drc::writeFileAtomically((dir / "kernels.ptx").string(), artifacts.ptx);
+    drc::writeFileAtomically((dir / "manifest.json").string(),
+                             drc::toJson(artifacts.manifest) + "\n");
+    return 0;
   }
   std::string stageName = cl.value("emit").value_or("train-step");
   std::optional<mlir::drc::CompileStage> stage =

@@ -1,0 +1,286 @@
+//===- CudaTarget.cpp - Programs as PTX and a launch manifest ------------===//
+#include "codegen/CudaTarget.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+using namespace mlir;
+using ::drc::JsonValue;
+
+namespace {
+
+/// Bufferization as for the CPU, then every loop nest onto the GPU: one
+/// kernel per nest, all in one gpu.module.
+constexpr const char *kToKernels =
+    "func.func(drc-gpu-scalar-operands),canonicalize,"
+    "eliminate-empty-tensors,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "canonicalize,buffer-deallocation-pipeline,"
+    "func.func(drc-gpu-scalar-operands),canonicalize,"
+    "drc-copies-to-linalg,func.func(convert-linalg-to-parallel-loops),"
+    "canonicalize,func.func(drc-gpu-wrap-serial),"
+    "func.func(gpu-map-parallel-loops),"
+    "func.func(convert-parallel-loops-to-gpu),gpu-kernel-outlining,"
+    "drc-gpu-merge-modules,canonicalize";
+
+std::string lowerToPtx(const mlir::drc::CudaOptions &options,
+                       const std::string &libdevice) {
+  return "nvvm-attach-target{chip=" + options.chip + " O=3 l=" + libdevice +
+         "},gpu.module(expand-strided-metadata,lower-affine,"
+         "convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
+         "reconcile-unrealized-casts),gpu-module-to-binary{format=isa}";
+}
+
+JsonValue integers(ArrayRef<int64_t> values) {
+  JsonValue out = JsonValue::array();
+  for (int64_t v : values)
+    out.push(v);
+  return out;
+}
+
+/// The manifest of one host function: its buffers and launches.
+class LaunchPlan {
+public:
+  explicit LaunchPlan(func::FuncOp func) : func(func) {}
+
+  FailureOr<JsonValue> build() {
+    JsonValue arguments = JsonValue::array();
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+        return func.emitError("a GPU entry point takes static, contiguous "
+                              "buffers only");
+      buffers[arg] = int64_t(buffers.size());
+      JsonValue a = JsonValue::object();
+      a.set("shape", integers(type.getShape()));
+      a.set("dtype", dtype(type.getElementType()));
+      arguments.push(std::move(a));
+    }
+    JsonValue scratch = JsonValue::array(), launches = JsonValue::array();
+    for (Operation &op : func.getBody().front()) {
+      if (op.hasTrait<OpTrait::ConstantLike>() || isa<func::ReturnOp>(op) ||
+          isa<ViewLikeOpInterface, memref::DeallocOp>(op))
+        continue;
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        MemRefType type = alloc.getType();
+        if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+          return alloc.emitError("GPU scratch buffers must be static");
+        buffers[alloc] = int64_t(buffers.size());
+        JsonValue s = JsonValue::object();
+        s.set("buffer", buffers[alloc]);
+        s.set("bytes", bytes(type));
+        scratch.push(std::move(s));
+        continue;
+      }
+      if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+        FailureOr<JsonValue> c = constant(global);
+        if (failed(c))
+          return failure();
+        scratch.push(std::move(*c));
+        continue;
+      }
+      if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+        FailureOr<JsonValue> l = launchOf(launch);
+        if (failed(l))
+          return failure();
+        launches.push(std::move(*l));
+        continue;
+      }
+      return op.emitError("this op would run on the host of a GPU program, "
+                          "which only launches kernels");
+    }
+    JsonValue out = JsonValue::object();
+    out.set("arguments", std::move(arguments));
+    out.set("buffers", std::move(scratch));
+    out.set("launches", std::move(launches));
+    return out;
+  }
+
+private:
+  func::FuncOp func;
+  llvm::DenseMap<Value, int64_t> buffers;
+
+  static std::string dtype(Type type) {
+    if (type.isF32())
+      return "f32";
+    if (type.isInteger(32))
+      return "i32";
+    if (type.isF64())
+      return "f64";
+    if (type.isInteger(64) || type.isIndex())
+      return "i64";
+    return "unknown";
+  }
+
+  static int64_t bytes(MemRefType type) {
+    return type.getNumElements() *
+           int64_t(type.getElementType().isIntOrFloat()
+                       ? type.getElementTypeBitWidth() / 8
+                       : 8);
+  }
+
+  FailureOr<JsonValue> constant(memref::GetGlobalOp get) {
+    auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+        get, get.getNameAttr());
+    auto values =
+        global
+            ? dyn_cast_or_null<DenseElementsAttr>(global.getInitialValueAttr())
+            : DenseElementsAttr();
+    if (!values || !values.getElementType().isF32())
+      return get.emitError("GPU constants must be dense f32 globals");
+    buffers[get] = int64_t(buffers.size());
+    JsonValue c = JsonValue::object(), data = JsonValue::array();
+    c.set("buffer", buffers[get]);
+    c.set("bytes", bytes(get.getType()));
+    for (float v : values.getValues<float>())
+      data.push(v);
+    c.set("f32", std::move(data));
+    return c;
+  }
+
+  /// A kernel operand: a view of a buffer, or a constant scalar.
+  FailureOr<JsonValue> operand(gpu::LaunchFuncOp launch, Value value) {
+    JsonValue out = JsonValue::object();
+    if (auto type = dyn_cast<MemRefType>(value.getType())) {
+      Value base = value;
+      while (auto view = base.getDefiningOp<ViewLikeOpInterface>())
+        base = view.getViewSource();
+      auto it = buffers.find(base);
+      SmallVector<int64_t> strides;
+      int64_t offset = 0;
+      if (it == buffers.end() ||
+          failed(type.getStridesAndOffset(strides, offset)) ||
+          !type.hasStaticShape() || ShapedType::isDynamic(offset) ||
+          llvm::any_of(strides, ShapedType::isDynamic))
+        return launch.emitError("a kernel operand must be a static view of "
+                                "an argument, scratch or constant buffer");
+      out.set("buffer", it->second);
+      out.set("dtype", dtype(type.getElementType()));
+      out.set("offset", offset);
+      out.set("sizes", integers(type.getShape()));
+      out.set("strides", integers(strides));
+      return out;
+    }
+    Attribute attr;
+    if (!matchPattern(value, m_Constant(&attr)))
+      return launch.emitError("a scalar kernel operand must be a constant");
+    if (auto i = dyn_cast<IntegerAttr>(attr))
+      out.set(dtype(value.getType()), i.getInt());
+    else if (auto f = dyn_cast<FloatAttr>(attr))
+      out.set(dtype(value.getType()), f.getValueAsDouble());
+    else
+      return launch.emitError("unsupported scalar kernel operand");
+    return out;
+  }
+
+  FailureOr<JsonValue> launchOf(gpu::LaunchFuncOp launch) {
+    auto dims = [&](gpu::KernelDim3 d) -> FailureOr<JsonValue> {
+      JsonValue out = JsonValue::array();
+      for (Value v : {d.x, d.y, d.z}) {
+        APInt c;
+        if (!matchPattern(v, m_ConstantInt(&c)))
+          return launch.emitError("launch sizes must be constants");
+        out.push(c.getSExtValue());
+      }
+      return out;
+    };
+    FailureOr<JsonValue> grid = dims(launch.getGridSizeOperandValues());
+    FailureOr<JsonValue> block = dims(launch.getBlockSizeOperandValues());
+    if (failed(grid) || failed(block))
+      return failure();
+    if (launch.getDynamicSharedMemorySize() || launch.getClusterSizeX())
+      return launch.emitError("launches with dynamic shared memory or "
+                              "clusters are not supported yet");
+    JsonValue out = JsonValue::object(), operands = JsonValue::array();
+    out.set("kernel", launch.getKernelName().str());
+    out.set("grid", std::move(*grid));
+    out.set("block", std::move(*block));
+    for (Value v : launch.getKernelOperands()) {
+      FailureOr<JsonValue> o = operand(launch, v);
+      if (failed(o))
+        return failure();
+      operands.push(std::move(*o));
+    }
+    out.set("operands", std::move(operands));
+    return out;
+  }
+};
+
+} // namespace
+
+std::string mlir::drc::findLibdevice(const CudaOptions &options) {
+  namespace fs = std::filesystem;
+  if (!options.libdevice.empty())
+    return fs::exists(options.libdevice) ? options.libdevice : "";
+  for (const char *root : {static_cast<const char *>(std::getenv("CUDA_HOME")),
+                           "/usr/local/cuda"}) {
+    if (!root)
+      continue;
+    fs::path file = fs::path(root) / "nvvm" / "libdevice" / "libdevice.10.bc";
+    if (fs::exists(file))
+      return file.string();
+  }
+  return "";
+}
+
+FailureOr<mlir::drc::CudaArtifacts>
+mlir::drc::compileForCuda(ModuleOp module, const CudaOptions &options) {
+  std::string libdevice = findLibdevice(options);
+  if (libdevice.empty())
+    return module.emitError(
+        "no CUDA libdevice (nvvm/libdevice/libdevice.10.bc under $CUDA_HOME "
+        "or /usr/local/cuda): the GPU kernels' math needs it");
+  // The textual pipelines need the passes registered; again is harmless.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    registerAllPasses();
+    registerDrcPasses();
+  });
+  PassManager toKernels(module.getContext());
+  if (failed(parsePassPipeline(kToKernels, toKernels)))
+    return module.emitError("drc: the built-in GPU pipeline does not parse");
+  if (failed(toKernels.run(module)))
+    return failure();
+
+  CudaArtifacts artifacts;
+  artifacts.manifest = JsonValue::object();
+  artifacts.manifest.set("format", "drc-cuda-1");
+  artifacts.manifest.set("chip", options.chip);
+  artifacts.manifest.set("ptx", "kernels.ptx");
+  artifacts.manifest.set("memref_abi", "descriptor");
+  JsonValue functions = JsonValue::object();
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || func.isPrivate())
+      continue;
+    FailureOr<JsonValue> plan = LaunchPlan(func).build();
+    if (failed(plan))
+      return failure();
+    functions.set(func.getSymName().str(), std::move(*plan));
+  }
+  artifacts.manifest.set("functions", std::move(functions));
+
+  PassManager toPtx(module.getContext());
+  if (failed(parsePassPipeline(lowerToPtx(options, libdevice), toPtx)))
+    return module.emitError("drc: the built-in PTX pipeline does not parse");
+  if (failed(toPtx.run(module)))
+    return failure();
+  for (auto binary : module.getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      artifacts.ptx += cast<gpu::ObjectAttr>(object).getObject().str();
+  if (artifacts.ptx.empty())
+    return module.emitError("the GPU pipeline produced no PTX");
+  if (artifacts.ptx.find(".extern .func") != std::string::npos)
+    return module.emitError("the PTX calls a function it does not define "
+                            "(.extern .func); libdevice did not resolve it");
+  return artifacts;
+}

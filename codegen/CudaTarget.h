@@ -1,0 +1,53 @@
+//===- CudaTarget.h - Programs as PTX and a launch manifest -----*- C++ -*-===//
+//
+// The GPU half of codegen: a module at the linalg stage (drc-bind-buffers'
+// output) becomes one PTX module for sm_90, made by LLVM's NVPTX backend
+// through the gpu and NVVM dialects, and a manifest the runtime follows
+// without MLIR: for each entry point (loss, train_step, ...) its arguments,
+// the scratch and constant buffers it needs, and its kernel launches in
+// order, each with its grid, block and operands. A memref operand is a view
+// of a buffer at a static offset, sizes and strides; it is passed as MLIR's
+// memref descriptor (allocated and aligned pointer, offset, sizes, strides,
+// each i64). docs/cuda.md describes the manifest.
+//
+// Route: every linalg op becomes parallel loops mapped to blocks and
+// threads; serial work the CPU host would do becomes one-thread kernels
+// (drc-gpu-scalar-operands, drc-gpu-wrap-serial); transcendental math is
+// linked from CUDA's libdevice, so no `.extern .func` is left in the PTX.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DRC_CODEGEN_CUDATARGET_H
+#define DRC_CODEGEN_CUDATARGET_H
+
+#include "runtime/Json.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mlir::drc {
+
+struct CudaOptions {
+  std::string chip = "sm_90";
+  /// CUDA's libdevice bitcode; empty: $CUDA_HOME's, else /usr/local/cuda's.
+  std::string libdevice;
+};
+
+struct CudaArtifacts {
+  std::string ptx;
+  ::drc::JsonValue manifest; ///< with "ptx": the file name to give the PTX
+};
+
+/// The libdevice CudaOptions::libdevice names, or the toolkit's; empty when
+/// there is none.
+std::string findLibdevice(const CudaOptions &options);
+
+/// Compiles `module` (consumed) for the GPU. Diagnostics go to the
+/// context's handler; failure when a pass fails, a host-side op cannot be
+/// replayed from the manifest, or the PTX calls an unresolved function.
+FailureOr<CudaArtifacts> compileForCuda(ModuleOp module,
+                                        const CudaOptions &options = {});
+
+} // namespace mlir::drc
+
+#endif // DRC_CODEGEN_CUDATARGET_H

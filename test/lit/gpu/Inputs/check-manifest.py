@@ -1,0 +1,45 @@
+"""Checks a drc-compile --target=cuda directory's manifest against its PTX:
+every launched kernel is an .entry, every operand view lies inside its
+buffer, and the parameters tile the flat buffer in order."""
+import json
+import re
+import sys
+
+directory = sys.argv[1]
+manifest = json.load(open(f"{directory}/manifest.json"))
+ptx = open(f"{directory}/{manifest['ptx']}").read()
+entries = set(re.findall(r"^\.visible \.entry (\w+)\(", ptx, re.M))
+print("format", manifest["format"], "chip", manifest["chip"], "ptx", manifest["ptx"])
+SIZES = {"f32": 4, "i32": 4, "i64": 8, "f64": 8}
+
+for name, function in manifest["functions"].items():
+    elements = {}
+    for i, argument in enumerate(function["arguments"]):
+        count = 1
+        for d in argument["shape"]:
+            count *= d
+        elements[i] = count
+    for buffer in function["buffers"]:
+        elements[buffer["buffer"]] = buffer["bytes"] // 4
+    for launch in function["launches"]:
+        assert launch["kernel"] in entries, launch["kernel"]
+        assert all(g >= 1 for g in launch["grid"] + launch["block"]), launch
+        for operand in launch["operands"]:
+            if "buffer" not in operand:
+                continue
+            last = operand["offset"] + sum(
+                (s - 1) * t for s, t in zip(operand["sizes"], operand["strides"]))
+            assert 0 <= operand["offset"] and last < elements[operand["buffer"]], (
+                name, launch["kernel"], operand)
+    print(f"{name}: {len(function['arguments'])} arguments "
+          f"{len(function['launches'])} launches, every kernel defined, "
+          "every operand in bounds")
+
+offset = 0
+for p in manifest["parameters"]:
+    assert p["offset"] >= offset, p
+    count = 1
+    for d in p["shape"]:
+        count *= d
+    offset = p["offset"] + count
+print(f"parameters: {len(manifest['parameters'])}, in order and disjoint")
