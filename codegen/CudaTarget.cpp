@@ -9,6 +9,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -176,9 +177,14 @@ private:
       return launch.emitError("a scalar kernel operand must be a constant");
     if (auto i = dyn_cast<IntegerAttr>(attr))
       out.set(dtype(value.getType()), i.getInt());
-    else if (auto f = dyn_cast<FloatAttr>(attr))
-      out.set(dtype(value.getType()), f.getValueAsDouble());
-    else
+    else if (auto f = dyn_cast<FloatAttr>(attr)) {
+      // JSON has no infinities: those (a max-reduction's start) are text.
+      double v = f.getValueAsDouble();
+      out.set(dtype(value.getType()), std::isfinite(v) ? JsonValue(v)
+                                      : std::isnan(v)
+                                          ? JsonValue("nan")
+                                          : JsonValue(v > 0 ? "inf" : "-inf"));
+    } else
       return launch.emitError("unsupported scalar kernel operand");
     return out;
   }

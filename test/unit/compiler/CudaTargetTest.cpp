@@ -1,0 +1,77 @@
+//===- CudaTargetTest.cpp - The PTX compile's manifest, read back ---------===//
+//
+// What drc-compile --target=cuda writes must be what the MLIR-free runtime
+// reads: the manifest parses with runtime/CudaManifest, its parameter
+// layout is the CPU program's, and its functions are the CPU program's
+// entry points with the same arguments.
+//
+//===----------------------------------------------------------------------===//
+#include "CompilerTestSupport.h"
+
+#include "codegen/CudaTarget.h"
+#include "runtime/CudaManifest.h"
+
+TEST_CASE("the CUDA manifest reads back with the CPU program's layout",
+          "[cuda]") {
+  if (mlir::drc::findLibdevice({}).empty()) {
+    WARN("no CUDA toolkit libdevice on this machine: nothing to compile");
+    return;
+  }
+  for (const char *scheme : {"preln", "hc", "attnres"}) {
+    INFO(scheme);
+    drc::test::CompilerContext ctx;
+    drc::ModelSpec spec =
+        drc::test::tinySpec(std::string("scheme = \"") + scheme + "\"");
+    auto linalg = mlir::drc::compileToStage(ctx.context, spec,
+                                            mlir::drc::CompileStage::Linalg);
+    auto imported = mlir::drc::compileToStage(ctx.context, spec,
+                                              mlir::drc::CompileStage::Drc);
+    INFO(ctx.diagnostics);
+    REQUIRE(mlir::succeeded(linalg));
+    REQUIRE(mlir::succeeded(imported));
+    auto artifacts = mlir::drc::compileForCuda(**linalg);
+    INFO(ctx.diagnostics);
+    REQUIRE(mlir::succeeded(artifacts));
+    CHECK(artifacts->ptx.find(".target sm_90") != std::string::npos);
+
+    // The manifest carries no parameters itself; the driver adds the
+    // table (HostCompiler::compileForCuda), as here.
+    drc::ParameterTable table = mlir::drc::parameterTable(**imported);
+    drc::JsonValue manifest = artifacts->manifest;
+    drc::JsonValue parameters = drc::JsonValue::array();
+    for (const drc::ParameterInfo &p : table.parameters()) {
+      drc::JsonValue e = drc::JsonValue::object(),
+                     shape = drc::JsonValue::array();
+      for (int64_t d : p.shape)
+        shape.push(d);
+      e.set("name", p.name);
+      e.set("shape", std::move(shape));
+      e.set("offset", p.offset);
+      e.set("init", drc::toString(p.init));
+      e.set("decay", p.decay);
+      parameters.push(std::move(e));
+    }
+    manifest.set("parameters", std::move(parameters));
+    drc::CudaManifest m =
+        drc::parseCudaManifest(drc::toJson(manifest), "/artifacts");
+    CHECK(m.parameters.numElements() == table.numElements());
+    REQUIRE(m.functions.count("loss"));
+    REQUIRE(m.functions.count("train_step"));
+    // loss(params, tokens, targets, out); train_step(params, grads, m, v,
+    // tokens, targets, lr, step, out).
+    const drc::CudaFunction &loss = m.functions.at("loss");
+    const drc::CudaFunction &step = m.functions.at("train_step");
+    REQUIRE(loss.arguments.size() == 4);
+    REQUIRE(step.arguments.size() == 9);
+    CHECK(loss.arguments[0].first == table.numElements());
+    CHECK(loss.arguments[1].first == spec.tokensPerStep());
+    CHECK(loss.arguments[1].second == drc::CudaType::I32);
+    for (int i = 0; i < 4; ++i)
+      CHECK(step.arguments[i].first == table.numElements());
+    CHECK(!loss.launches.empty());
+    CHECK(step.launches.size() > loss.launches.size());
+    for (const drc::CudaLaunch &l : step.launches)
+      CHECK(artifacts->ptx.find(".entry " + l.kernel + "(") !=
+            std::string::npos);
+  }
+}

@@ -1,0 +1,147 @@
+//===- CudaManifestTest.cpp - Reading a GPU program's manifest
+//-------------===//
+#include "runtime/CudaManifest.h"
+#include "runtime/CudaDriver.h"
+
+#include "InputErrorText.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+
+namespace {
+
+/// A function of two arguments (8 floats, 4 ints), one scratch buffer and
+/// one constant, and one launch with a view and three scalars.
+std::string manifest(
+    const std::string &operand =
+        R"j({"buffer": 2, "dtype": "f32", "offset": 2, "sizes": [2, 3], "strides": [4, 1]})j",
+    const std::string &init = "trunc_normal(0.02,0.06)") {
+  return R"j({"format": "drc-cuda-1", "chip": "sm_90", "ptx": "kernels.ptx",
+  "memref_abi": "descriptor",
+  "functions": {"f": {
+    "arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [2, 2], "dtype": "i32"}],
+    "buffers": [{"buffer": 2, "bytes": 48}, {"buffer": 3, "bytes": 8, "f32": [1.5, -2]}],
+    "launches": [{"kernel": "f_kernel", "grid": [4, 2, 1], "block": [128, 1, 1],
+      "operands": [)j" +
+         operand + R"j(, {"i64": 7}, {"f32": 0.5}, {"i32": -3}]}]}},
+  "parameters": [{"name": "w", "shape": [4, 4], "offset": 0, "init": ")j" +
+         init + R"j(", "decay": true},
+                 {"name": "g", "shape": [4], "offset": 16, "init": "constant(1)", "decay": false}]
+})j";
+}
+
+} // namespace
+
+TEST_CASE("a CUDA manifest reads into functions, buffers and launches",
+          "[cuda]") {
+  drc::CudaManifest m = drc::parseCudaManifest(manifest(), "/tmp/x");
+  CHECK(m.chip == "sm_90");
+  CHECK(m.ptx == "/tmp/x/kernels.ptx");
+  const drc::CudaFunction &f = m.functions.at("f");
+  REQUIRE(f.arguments.size() == 2);
+  CHECK(f.arguments[1].first == 4);
+  CHECK(f.arguments[1].second == drc::CudaType::I32);
+  REQUIRE(f.buffers.size() == 2);
+  CHECK(f.buffers[0].bytes == 48);
+  CHECK(f.buffers[0].values.empty());
+  CHECK(f.buffers[1].values == std::vector<float>{1.5f, -2.0f});
+  REQUIRE(f.launches.size() == 1);
+  const drc::CudaLaunch &l = f.launches[0];
+  CHECK(l.kernel == "f_kernel");
+  CHECK(l.grid == std::array<uint32_t, 3>{4, 2, 1});
+  CHECK(l.block == std::array<uint32_t, 3>{128, 1, 1});
+  REQUIRE(m.parameters.parameters().size() == 2);
+  CHECK(m.parameters.parameters()[0].init ==
+        drc::Init::truncNormal(0.02, 0.06));
+  CHECK(m.parameters.parameters()[1].offset == 16);
+  CHECK_FALSE(m.parameters.parameters()[1].decay);
+}
+
+TEST_CASE("a launch's kernel parameters follow the memref descriptor",
+          "[cuda]") {
+  drc::CudaManifest m = drc::parseCudaManifest(manifest(), "/tmp/x");
+  std::vector<uint64_t> addresses = {0x1000, 0x2000, 0x3000, 0x4000};
+  drc::KernelArguments args(m.functions.at("f").launches[0], addresses);
+  // base, base, offset, 2 sizes, 2 strides; then i64, f32, i32.
+  REQUIRE(args.count() == 10);
+  auto u64 = [&](size_t i) {
+    return *static_cast<const uint64_t *>(args.parameter(i));
+  };
+  CHECK(u64(0) == 0x3000);
+  CHECK(u64(1) == 0x3000);
+  CHECK(u64(2) == 2);
+  CHECK(u64(3) == 2);
+  CHECK(u64(4) == 3);
+  CHECK(u64(5) == 4);
+  CHECK(u64(6) == 1);
+  CHECK(u64(7) == 7);
+  CHECK(*static_cast<const float *>(args.parameter(8)) == 0.5f);
+  CHECK(*static_cast<const int32_t *>(args.parameter(9)) == -3);
+  CHECK(args.pointers()[0] == args.parameter(0));
+
+  // JSON has no infinities: a max-reduction's start is written as text.
+  drc::CudaManifest inf =
+      drc::parseCudaManifest(manifest(R"j({"f32": "-inf"})j"), "/d");
+  double start = inf.functions.at("f").launches[0].operands[0].real;
+  CHECK((std::isinf(start) && start < 0));
+}
+
+TEST_CASE("a CUDA manifest's mistakes are errors naming the file", "[cuda]") {
+  auto error = [](const std::string &text) {
+    return drc::test::inputErrorText(
+        [&] { drc::parseCudaManifest(text, "/d"); });
+  };
+  CHECK_THAT(
+      error(manifest(
+          R"j({"buffer": 2, "dtype": "f32", "offset": 8, "sizes": [2, 3], "strides": [4, 1]})j")),
+      Catch::Matchers::Contains("/d/manifest.json: f: launch of f_kernel: an "
+                                "operand view reaches outside buffer 2"));
+  CHECK_THAT(
+      error(manifest(
+          R"j({"buffer": 9, "dtype": "f32", "offset": 0, "sizes": [1], "strides": [1]})j")),
+      Catch::Matchers::Contains("operand buffer 9 does not exist"));
+  CHECK_THAT(error(manifest(R"j({"f16": 1})j")),
+             Catch::Matchers::Contains("unknown type 'f16'"));
+  CHECK_THAT(
+      error(manifest(
+          R"j({"buffer": 2, "dtype": "f32", "offset": 0, "sizes": [1], "strides": [1]})j",
+          "uniform(1)")),
+      Catch::Matchers::Contains("w: unknown init 'uniform(1)'"));
+  CHECK_THAT(error(R"j({"format": "onnx"})j"),
+             Catch::Matchers::Contains("not a drc-cuda-1 manifest"));
+  CHECK_THAT(error(R"j({"format": "drc-cuda-1"})j"),
+             Catch::Matchers::Contains("missing \"memref_abi\""));
+}
+
+TEST_CASE("init texts read back", "[cuda]") {
+  for (const drc::Init &init :
+       {drc::Init::truncNormal(0.02, 0.06), drc::Init::constant(1),
+        drc::Init::zeros(), drc::Init::fromValues({1, 0, -0.5f})})
+    CHECK(drc::parseInit(drc::toString(init)) == init);
+  CHECK_FALSE(drc::parseInit("constant()"));
+  CHECK_FALSE(drc::parseInit("constant(1,2)"));
+  CHECK_FALSE(drc::parseInit("normal(0.02)"));
+}
+
+TEST_CASE("the CUDA driver loads, or says why not", "[cuda]") {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library) {
+    // A machine with an NVIDIA driver: it describes its device.
+    dlclose(library);
+    drc::CudaDriver driver;
+    CHECK(driver.deviceDescription().find("sm_") != std::string::npos);
+    uint64_t a = driver.allocate(16);
+    float in[4] = {1, 2, 3, 4}, out[4] = {};
+    driver.copyToDevice(a, in, sizeof in);
+    driver.copyToHost(out, a, sizeof out);
+    CHECK(std::memcmp(in, out, sizeof in) == 0);
+    driver.free(a);
+  } else {
+    CHECK_THROWS_WITH(drc::CudaDriver(),
+                      Catch::Matchers::Contains(
+                          "cannot load the CUDA driver (libcuda.so.1)") &&
+                          Catch::Matchers::Contains("needs an NVIDIA GPU"));
+  }
+}
