@@ -1,6 +1,7 @@
 //===- CpuPipeline.cpp - linalg on tensors -> LLVM for the host ----------===//
 #include "codegen/CpuPipeline.h"
 
+#include "codegen/CudaTarget.h"
 #include "passes/Passes.h"
 
 #include "mlir/InitAllPasses.h"
@@ -49,7 +50,7 @@ static constexpr const char *kToLLVM =
     "convert-openmp-to-llvm,"
     "reconcile-unrealized-casts";
 
-void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
+void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops) {
   // The textual pipeline needs the upstream passes registered; registering
   // them again (drc-opt already has) is harmless.
   static std::once_flag registered;
@@ -61,6 +62,13 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm) {
   if (features.lookup("avx512f")) {
     tiling.registerRows = 8;
     tiling.registerColumns = 32;
+  }
+  if (gpuLoops) {
+    buildGpuLoopsPipeline(pm);
+    pm.addPass(createOutlineKernels());
+    if (failed(parsePassPipeline(kToLLVM, pm)))
+      llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
+    return;
   }
   pm.addPass(createCpuTileAndVectorize(tiling));
   pm.addPass(createApproximateMath());
@@ -76,5 +84,5 @@ void mlir::drc::registerCpuCodegenPipeline() {
   PassPipelineRegistration<>(
       "drc-cpu-codegen",
       "Bufferize and lower drc-bind-buffers output to the LLVM dialect",
-      buildCpuCodegenPipeline);
+      [](OpPassManager &pm) { buildCpuCodegenPipeline(pm); });
 }

@@ -7,7 +7,10 @@
 namespace mlir::drc {
 
 /// Bufferizes drc-bind-buffers' output and lowers it to the LLVM dialect.
-void buildCpuCodegenPipeline(OpPassManager &pm);
+/// With `gpuLoops`, through the GPU kernels' loop form instead of the CPU's
+/// tiled and vectorised kernels (buildGpuLoopsPipeline): slow, for testing
+/// what the GPU runs.
+void buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops = false);
 
 /// Registers it as `drc-cpu-codegen` for drc-opt.
 void registerCpuCodegenPipeline();

@@ -19,9 +19,10 @@ using ::drc::JsonValue;
 
 namespace {
 
-/// Bufferization as for the CPU, then every loop nest onto the GPU: one
-/// kernel per nest, all in one gpu.module.
-constexpr const char *kToKernels =
+/// Bufferization as for the CPU, then every linalg op as parallel loops and
+/// the host's serial work as one-iteration parallel loops: the loop form
+/// whose every top-level nest becomes one kernel.
+constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries "
@@ -29,10 +30,23 @@ constexpr const char *kToKernels =
     "canonicalize,buffer-deallocation-pipeline,"
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "drc-copies-to-linalg,func.func(convert-linalg-to-parallel-loops),"
-    "canonicalize,func.func(drc-gpu-wrap-serial),"
+    "canonicalize,func.func(drc-gpu-wrap-serial)";
+
+/// Each top-level nest onto blocks and threads, outlined into one
+/// gpu.module.
+constexpr const char *kToKernels =
     "func.func(gpu-map-parallel-loops),"
     "func.func(convert-parallel-loops-to-gpu),gpu-kernel-outlining,"
     "drc-gpu-merge-modules,canonicalize";
+
+void registerPassesOnce() {
+  // The textual pipelines need the passes registered; again is harmless.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    registerAllPasses();
+    mlir::drc::registerDrcPasses();
+  });
+}
 
 std::string lowerToPtx(const mlir::drc::CudaOptions &options,
                        const std::string &libdevice) {
@@ -224,6 +238,12 @@ private:
 
 } // namespace
 
+void mlir::drc::buildGpuLoopsPipeline(OpPassManager &pm) {
+  registerPassesOnce();
+  if (failed(parsePassPipeline(kGpuLoops, pm)))
+    llvm::report_fatal_error("drc: the built-in GPU pipeline does not parse");
+}
+
 std::string mlir::drc::findLibdevice(const CudaOptions &options) {
   namespace fs = std::filesystem;
   if (!options.libdevice.empty())
@@ -246,13 +266,8 @@ mlir::drc::compileForCuda(ModuleOp module, const CudaOptions &options) {
     return module.emitError(
         "no CUDA libdevice (nvvm/libdevice/libdevice.10.bc under $CUDA_HOME "
         "or /usr/local/cuda): the GPU kernels' math needs it");
-  // The textual pipelines need the passes registered; again is harmless.
-  static std::once_flag registered;
-  std::call_once(registered, [] {
-    registerAllPasses();
-    registerDrcPasses();
-  });
   PassManager toKernels(module.getContext());
+  buildGpuLoopsPipeline(toKernels);
   if (failed(parsePassPipeline(kToKernels, toKernels)))
     return module.emitError("drc: the built-in GPU pipeline does not parse");
   if (failed(toKernels.run(module)))

@@ -22,6 +22,7 @@
 #include "runtime/Json.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <string>
 
@@ -37,6 +38,13 @@ struct CudaArtifacts {
   std::string ptx;
   ::drc::JsonValue manifest; ///< with "ptx": the file name to give the PTX
 };
+
+/// The first half of the GPU pipeline: bufferization, then every linalg op
+/// as parallel loops and the host's serial work as one-iteration parallel
+/// loops, each top-level nest a future kernel. The CPU pipeline can finish
+/// it too (buildCpuCodegenPipeline's gpuLoops), which is how the GPU
+/// kernels' loops are tested against the CPU program here.
+void buildGpuLoopsPipeline(OpPassManager &pm);
 
 /// The libdevice CudaOptions::libdevice names, or the toolkit's; empty when
 /// there is none.

@@ -148,7 +148,7 @@ mlir::drc::compileForHost(ModuleOp module, const TrainPipelineOptions &train) {
   if (failed(shapes))
     return failure();
   PassManager codegen(context);
-  buildCpuCodegenPipeline(codegen);
+  buildCpuCodegenPipeline(codegen, train.gpuLoops);
   if (failed(codegen.run(module)))
     return failure();
   auto jit = CpuJit::create(module, std::move(*shapes));

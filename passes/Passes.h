@@ -37,6 +37,9 @@ struct TrainPipelineOptions {
   int64_t fuseTileTokens = 0;
   /// Build train_step from @loss (off: a forward-only module, the probes').
   bool differentiate = true;
+  /// CPU code through the GPU kernels' loop form instead of the CPU's
+  /// kernels (codegen/CudaTarget.h); for testing what the GPU runs.
+  bool gpuLoops = false;
 };
 
 /// Topology IR -> train_step and loss on tensors of kernel-level drc ops

@@ -109,6 +109,24 @@ compileF64(CompilerContext &ctx, const ModelSpec &spec,
   return program;
 }
 
+/// `spec` compiled in double precision with `pipeline`, its parameters
+/// wideParameters() and its tokens and targets random (seeds 21 and 22).
+inline F64Program
+compileWithTestData(CompilerContext &ctx, const ModelSpec &spec,
+                    const mlir::drc::TrainPipelineOptions &pipeline);
+
+/// Checks |a_i - b_i| / (1e-12 + |b_i|) <= tolerance for every i.
+inline void checkRelativelyClose(const std::vector<double> &a,
+                                 const std::vector<double> &b,
+                                 double tolerance) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / (1e-12 + std::abs(b[i])));
+  INFO("largest relative difference " << worst);
+  CHECK(worst <= tolerance);
+}
+
 /// A 2-block model, vocab 32, d 16, 16 tokens per step, with the given
 /// [residual] table body.
 inline ModelSpec tinySpec(const std::string &residual = "",
@@ -155,6 +173,18 @@ inline std::vector<int32_t> randomTokens(size_t n, int32_t vocab,
   for (int32_t &x : t)
     x = static_cast<int32_t>(rng() % vocab);
   return t;
+}
+
+inline F64Program
+compileWithTestData(CompilerContext &ctx, const ModelSpec &spec,
+                    const mlir::drc::TrainPipelineOptions &pipeline) {
+  F64Program program = compileF64(ctx, spec, pipeline);
+  std::vector<float> params = wideParameters(program.model->parameters());
+  program.params.assign(params.begin(), params.end());
+  int64_t n = spec.tokensPerStep();
+  program.tokens = randomTokens(n, 32, 21);
+  program.targets = randomTokens(n, 32, 22);
+  return program;
 }
 
 /// Checks every gradient entry of `program` (or `maxPerParam` evenly spread

@@ -75,3 +75,30 @@ TEST_CASE("the CUDA manifest reads back with the CPU program's layout",
             std::string::npos);
   }
 }
+
+TEST_CASE("the GPU kernels' loops, run on the CPU, compute the CPU program",
+          "[cuda]") {
+  // buildGpuLoopsPipeline is the GPU pipeline up to mapping loops onto
+  // blocks and threads: every kernel's loop nest, drc-gpu-scalar-operands
+  // and drc-gpu-wrap-serial included. Lowered for the CPU instead, in double
+  // precision, it must give the CPU program's losses and gradients, up to
+  // the order of reductions (serial here, vectorised there).
+  std::string residual = GENERATE(
+      "scheme = \"preln\"", "scheme = \"postln\"", "scheme = \"sandwich\"",
+      "scheme = \"lns\"", "scheme = \"deepnorm\"", "scheme = \"keel\"",
+      "scheme = \"hc\"", "scheme = \"mhc\"", "scheme = \"attnres\"",
+      "scheme = \"attnres-block\"\nblock_size = 3", "scheme = \"moda\"",
+      "scheme = \"vwn\"\nn = 4\nmtp = true");
+  INFO(residual);
+  drc::ModelSpec spec = drc::test::tinySpec(residual);
+  drc::test::CompilerContext ctx;
+  mlir::drc::TrainPipelineOptions pipeline =
+      mlir::drc::trainPipelineOptions(spec);
+  drc::test::F64Program cpu =
+      drc::test::compileWithTestData(ctx, spec, pipeline);
+  pipeline.gpuLoops = true;
+  drc::test::F64Program gpu =
+      drc::test::compileWithTestData(ctx, spec, pipeline);
+  drc::test::checkRelativelyClose(gpu.losses(), cpu.losses(), 1e-7);
+  drc::test::checkRelativelyClose(gpu.gradients(), cpu.gradients(), 1e-7);
+}
