@@ -127,6 +127,20 @@ inline void checkRelativelyClose(const std::vector<double> &a,
   CHECK(worst <= tolerance);
 }
 
+/// A [residual] table for each library scheme, with options that keep
+/// tinySpec's 2-block model interesting (Block AttnRes with 3 sublayers per
+/// block, VWN with 4 segments and its next-2-token head).
+inline const std::vector<std::string> &libraryResiduals() {
+  static const std::vector<std::string> residuals = {
+      "scheme = \"preln\"",    "scheme = \"postln\"",
+      "scheme = \"sandwich\"", "scheme = \"lns\"",
+      "scheme = \"deepnorm\"", "scheme = \"keel\"",
+      "scheme = \"hc\"",       "scheme = \"mhc\"",
+      "scheme = \"attnres\"",  "scheme = \"attnres-block\"\nblock_size = 3",
+      "scheme = \"moda\"",     "scheme = \"vwn\"\nn = 4\nmtp = true"};
+  return residuals;
+}
+
 /// A 2-block model, vocab 32, d 16, 16 tokens per step, with the given
 /// [residual] table body.
 inline ModelSpec tinySpec(const std::string &residual = "",

@@ -83,12 +83,7 @@ TEST_CASE("the GPU kernels' loops, run on the CPU, compute the CPU program",
   // and drc-gpu-wrap-serial included. Lowered for the CPU instead, in double
   // precision, it must give the CPU program's losses and gradients, up to
   // the order of reductions (serial here, vectorised there).
-  std::string residual = GENERATE(
-      "scheme = \"preln\"", "scheme = \"postln\"", "scheme = \"sandwich\"",
-      "scheme = \"lns\"", "scheme = \"deepnorm\"", "scheme = \"keel\"",
-      "scheme = \"hc\"", "scheme = \"mhc\"", "scheme = \"attnres\"",
-      "scheme = \"attnres-block\"\nblock_size = 3", "scheme = \"moda\"",
-      "scheme = \"vwn\"\nn = 4\nmtp = true");
+  std::string residual = GENERATE(from_range(drc::test::libraryResiduals()));
   INFO(residual);
   drc::ModelSpec spec = drc::test::tinySpec(residual);
   drc::test::CompilerContext ctx;

@@ -31,12 +31,7 @@ F64Program compileAt(CompilerContext &ctx, const drc::ModelSpec &spec,
 
 TEST_CASE("fused and unfused programs give the same losses and gradients",
           "[fusion]") {
-  std::string residual = GENERATE(
-      "scheme = \"preln\"", "scheme = \"postln\"", "scheme = \"sandwich\"",
-      "scheme = \"lns\"", "scheme = \"deepnorm\"", "scheme = \"keel\"",
-      "scheme = \"hc\"", "scheme = \"mhc\"", "scheme = \"attnres\"",
-      "scheme = \"attnres-block\"\nblock_size = 3", "scheme = \"moda\"",
-      "scheme = \"vwn\"\nn = 4\nmtp = true");
+  std::string residual = GENERATE(from_range(libraryResiduals()));
   INFO(residual);
   drc::ModelSpec spec = tinySpec(residual);
   CompilerContext ctx;
