@@ -26,7 +26,6 @@ struct CudaDriver::Api {
   int (*cuMemFree_v2)(uint64_t);
   int (*cuMemcpyHtoD_v2)(uint64_t, const void *, size_t);
   int (*cuMemcpyDtoH_v2)(void *, uint64_t, size_t);
-  int (*cuMemsetD8_v2)(uint64_t, unsigned char, size_t);
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **);
   int (*cuModuleGetFunction)(void **, void *, const char *);
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
@@ -85,7 +84,6 @@ CudaDriver::CudaDriver(int ordinal, const std::string &libraryName)
   DRC_BIND(cuMemFree_v2);
   DRC_BIND(cuMemcpyHtoD_v2);
   DRC_BIND(cuMemcpyDtoH_v2);
-  DRC_BIND(cuMemsetD8_v2);
   DRC_BIND(cuModuleLoadDataEx);
   DRC_BIND(cuModuleGetFunction);
   DRC_BIND(cuLaunchKernel);
@@ -146,10 +144,6 @@ void CudaDriver::copyToDevice(uint64_t address, const void *data,
 
 void CudaDriver::copyToHost(void *data, uint64_t address, size_t bytes) {
   api->check(api->cuMemcpyDtoH_v2(data, address, bytes), "cuMemcpyDtoH");
-}
-
-void CudaDriver::zero(uint64_t address, size_t bytes) {
-  api->check(api->cuMemsetD8_v2(address, 0, bytes), "cuMemsetD8");
 }
 
 void *CudaDriver::loadModule(const std::string &ptx) {

@@ -16,7 +16,26 @@
 
 namespace drc {
 
-class CudaDriver {
+/// What a GPU program needs from a device: memory, PTX modules, launches
+/// on one stream. CudaDriver is the real one; tests substitute a recorder.
+class CudaDevice {
+public:
+  virtual ~CudaDevice() = default;
+  virtual uint64_t allocate(size_t bytes) = 0;
+  virtual void free(uint64_t address) = 0;
+  virtual void copyToDevice(uint64_t address, const void *data,
+                            size_t bytes) = 0;
+  virtual void copyToHost(void *data, uint64_t address, size_t bytes) = 0;
+  /// Loads PTX text; returns a module handle.
+  virtual void *loadModule(const std::string &ptx) = 0;
+  virtual void *function(void *module, const std::string &name) = 0;
+  virtual void launch(void *function, const uint32_t grid[3],
+                      const uint32_t block[3], void **parameters) = 0;
+  /// Waits for everything launched so far; reports a failed kernel.
+  virtual void synchronize() = 0;
+};
+
+class CudaDriver : public CudaDevice {
 public:
   /// Loads libcuda.so.1 (or `library`), initialises it and makes device
   /// `ordinal`'s primary context current. Throws Error when there is no
@@ -31,20 +50,18 @@ public:
   /// "NVIDIA H200, sm_90, 139 GiB".
   std::string deviceDescription() const;
 
-  uint64_t allocate(size_t bytes);
-  void free(uint64_t address);
-  void copyToDevice(uint64_t address, const void *data, size_t bytes);
-  void copyToHost(void *data, uint64_t address, size_t bytes);
-  void zero(uint64_t address, size_t bytes);
+  uint64_t allocate(size_t bytes) override;
+  void free(uint64_t address) override;
+  void copyToDevice(uint64_t address, const void *data, size_t bytes) override;
+  void copyToHost(void *data, uint64_t address, size_t bytes) override;
 
-  /// Loads PTX text (JIT-compiled by the driver); returns a module handle.
-  /// A PTX the driver rejects throws with its error log.
-  void *loadModule(const std::string &ptx);
-  void *function(void *module, const std::string &name);
+  /// PTX is JIT-compiled by the driver; one it rejects throws with the
+  /// driver's error log.
+  void *loadModule(const std::string &ptx) override;
+  void *function(void *module, const std::string &name) override;
   void launch(void *function, const uint32_t grid[3], const uint32_t block[3],
-              void **parameters);
-  /// Waits for everything launched so far; reports a failed kernel.
-  void synchronize();
+              void **parameters) override;
+  void synchronize() override;
 
 private:
   struct Api;

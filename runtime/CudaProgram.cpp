@@ -1,0 +1,98 @@
+//===- CudaProgram.cpp - A compiled model run on an NVIDIA GPU -----------===//
+#include "runtime/CudaProgram.h"
+
+#include "runtime/Error.h"
+#include "runtime/TomlFields.h"
+
+namespace drc {
+
+CudaProgram::CudaProgram(CudaDevice &device,
+                         const std::filesystem::path &artifacts)
+    : device(device), manifest(loadCudaManifest(artifacts)) {
+  for (const char *name : {"loss", "train_step"})
+    if (!manifest.functions.count(name))
+      throw InputError((artifacts / "manifest.json").string() + " has no " +
+                       name +
+                       " function; compile the model with drc-compile "
+                       "--target=cuda");
+  const CudaFunction &loss = manifest.functions.at("loss");
+  const CudaFunction &step = manifest.functions.at("train_step");
+  if (loss.arguments.size() != 4 || step.arguments.size() != 9)
+    throw InputError((artifacts / "manifest.json").string() +
+                     ": loss must take 4 arguments and train_step 9");
+  tokens = loss.arguments[1].first;
+  lossOutputs = loss.arguments[3].first;
+
+  void *module =
+      device.loadModule(readInputFile(manifest.ptx.string(), "PTX module"));
+  for (const auto &[name, function] : manifest.functions) {
+    Entry &entry = entries[name];
+    for (const auto &[elements, type] : function.arguments) {
+      size_t bytes = size_t(elements * cudaTypeBytes(type));
+      entry.argumentBytes.push_back(bytes);
+      entry.buffers.push_back(device.allocate(bytes));
+    }
+    for (const CudaBuffer &buffer : function.buffers) {
+      entry.buffers.push_back(device.allocate(size_t(buffer.bytes)));
+      if (!buffer.values.empty())
+        device.copyToDevice(entry.buffers.back(), buffer.values.data(),
+                            size_t(buffer.bytes));
+    }
+    for (const CudaLaunch &launch : function.launches) {
+      entry.kernels.push_back(device.function(module, launch.kernel));
+      entry.arguments.emplace_back(launch, entry.buffers);
+    }
+  }
+}
+
+CudaProgram::~CudaProgram() {
+  for (auto &[name, entry] : entries)
+    for (uint64_t address : entry.buffers)
+      device.free(address);
+}
+
+void CudaProgram::run(const std::string &name,
+                      const std::vector<const void *> &inputs,
+                      const std::vector<std::pair<size_t, void *>> &outputs) {
+  Entry &entry = entries.at(name);
+  const CudaFunction &function = manifest.functions.at(name);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i])
+      device.copyToDevice(entry.buffers[i], inputs[i], entry.argumentBytes[i]);
+  for (size_t l = 0; l < function.launches.size(); ++l)
+    device.launch(entry.kernels[l], function.launches[l].grid.data(),
+                  function.launches[l].block.data(),
+                  entry.arguments[l].pointers());
+  device.synchronize();
+  for (auto [argument, host] : outputs)
+    device.copyToHost(host, entry.buffers[argument],
+                      entry.argumentBytes[argument]);
+}
+
+StepResult CudaProgram::trainStep(const TrainingBuffers &b,
+                                  const int32_t *inputs, const int32_t *targets,
+                                  float lr, int64_t step) {
+  float stepValue = float(step), out[2] = {0, 0};
+  run("train_step",
+      {b.params, b.grads, b.adamM, b.adamV, inputs, targets, &lr, &stepValue,
+       nullptr},
+      {{0, b.params}, {1, b.grads}, {2, b.adamM}, {3, b.adamV}, {8, out}});
+  return {out[0], out[1]};
+}
+
+float CudaProgram::loss(const float *params, const int32_t *inputs,
+                        const int32_t *targets) {
+  std::vector<float> out(size_t(lossOutputs), 0.0f);
+  run("loss", {params, inputs, targets, nullptr}, {{3, out.data()}});
+  return out[0];
+}
+
+float CudaProgram::losses(const float *params, const int32_t *inputs,
+                          const int32_t *targets, float &nextTwo) {
+  std::vector<float> out(size_t(lossOutputs), 0.0f);
+  run("loss", {params, inputs, targets, nullptr}, {{3, out.data()}});
+  nextTwo = lossOutputs > 1 ? out[1] : 0.0f;
+  return out[0];
+}
+
+} // namespace drc

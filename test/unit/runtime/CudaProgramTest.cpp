@@ -1,0 +1,166 @@
+//===- CudaProgramTest.cpp - Replaying a manifest on a recording device ---===//
+//
+// A stand-in device keeps memory in host vectors and records launches, so
+// the host side of a GPU program (buffers, copies, launch order, kernel
+// parameters, results) is checked on a machine without a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/CudaProgram.h"
+
+#include "runtime/AtomicFile.h"
+
+#include "InputErrorText.h"
+#include "ScratchDirectory.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <functional>
+#include <map>
+
+namespace {
+
+class RecordingDevice : public drc::CudaDevice {
+public:
+  std::map<uint64_t, std::vector<char>> memory;
+  std::vector<std::string> kernels;          ///< launched, in order
+  std::vector<std::vector<uint64_t>> params; ///< each launch's, as u64
+  std::function<void()> onSynchronize;
+  std::string ptx;
+  int freed = 0;
+
+  uint64_t allocate(size_t bytes) override {
+    uint64_t address = 0x10000 * (memory.size() + 1);
+    memory[address].assign(bytes, 0);
+    return address;
+  }
+  void free(uint64_t) override { ++freed; }
+  void copyToDevice(uint64_t address, const void *data, size_t bytes) override {
+    REQUIRE(memory.at(address).size() == bytes);
+    std::memcpy(memory.at(address).data(), data, bytes);
+  }
+  void copyToHost(void *data, uint64_t address, size_t bytes) override {
+    REQUIRE(memory.at(address).size() == bytes);
+    std::memcpy(data, memory.at(address).data(), bytes);
+  }
+  void *loadModule(const std::string &text) override {
+    ptx = text;
+    return this;
+  }
+  void *function(void *, const std::string &name) override {
+    names.push_back(name);
+    return reinterpret_cast<void *>(names.size());
+  }
+  void launch(void *function, const uint32_t grid[3], const uint32_t block[3],
+              void **parameters) override {
+    CHECK(grid[0] >= 1);
+    CHECK(block[0] >= 1);
+    kernels.push_back(names.at(reinterpret_cast<size_t>(function) - 1));
+    params.emplace_back();
+    for (size_t i = 0; i < 7; ++i)
+      params.back().push_back(*static_cast<uint64_t *>(parameters[i]));
+  }
+  void synchronize() override {
+    if (onSynchronize)
+      onSynchronize();
+  }
+  float *floats(uint64_t address) {
+    return reinterpret_cast<float *>(memory.at(address).data());
+  }
+
+private:
+  std::vector<std::string> names;
+};
+
+/// A view of `buffer`: 8 elements from offset 0, stride 1.
+std::string view(int buffer, const char *dtype = "f32") {
+  return R"j({"buffer": )j" + std::to_string(buffer) + R"j(, "dtype": ")j" +
+         dtype + R"j(", "offset": 0, "sizes": [1], "strides": [1]})j";
+}
+
+/// loss(params[8], tokens[4], targets[4], out[1]) with a scratch and a
+/// constant buffer and two launches; train_step(params, grads, m, v,
+/// tokens, targets, lr, step, out[2]) with one launch.
+std::string manifest() {
+  return R"j({"format": "drc-cuda-1", "chip": "sm_90", "ptx": "kernels.ptx",
+  "memref_abi": "descriptor", "functions": {
+  "loss": {"arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [4], "dtype": "i32"},
+                         {"shape": [4], "dtype": "i32"}, {"shape": [1], "dtype": "f32"}],
+           "buffers": [{"buffer": 4, "bytes": 16}, {"buffer": 5, "bytes": 8, "f32": [1.5, 2]}],
+           "launches": [{"kernel": "loss_a", "grid": [2, 1, 1], "block": [4, 1, 1], "operands": [)j" +
+         view(0) + ", " + view(5) + R"j(]},
+                        {"kernel": "loss_b", "grid": [1, 1, 1], "block": [1, 1, 1], "operands": [)j" +
+         view(4) + ", " + view(3) + R"j(]}]},
+  "train_step": {"arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [8], "dtype": "f32"},
+                               {"shape": [8], "dtype": "f32"}, {"shape": [8], "dtype": "f32"},
+                               {"shape": [4], "dtype": "i32"}, {"shape": [4], "dtype": "i32"},
+                               {"shape": [], "dtype": "f32"}, {"shape": [], "dtype": "f32"},
+                               {"shape": [2], "dtype": "f32"}],
+           "buffers": [],
+           "launches": [{"kernel": "step", "grid": [1, 1, 1], "block": [8, 1, 1], "operands": [)j" +
+         view(0) + ", " + view(8) + R"j(]}]}},
+  "parameters": [{"name": "w", "shape": [8], "offset": 0, "init": "zeros", "decay": true}]})j";
+}
+
+} // namespace
+
+TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
+  drc::test::ScratchDirectory dir;
+  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
+  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  RecordingDevice device;
+  {
+    drc::CudaProgram program(device, dir.path());
+    CHECK(device.ptx == "// ptx\n");
+    CHECK(program.tokensPerCall() == 4);
+    CHECK_FALSE(program.hasNextTwoHead());
+    CHECK(program.parameters().numElements() == 16); // padded to 16 floats
+    // loss: 4 arguments + 2 buffers; train_step: 9 arguments.
+    REQUIRE(device.memory.size() == 15);
+    // The constant is on the device before any call.
+    uint64_t constant = 0x10000 * 6;
+    CHECK(device.floats(constant)[1] == 2.0f);
+
+    float params[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t tokens[4] = {1, 2, 3, 4}, targets[4] = {5, 6, 7, 8};
+    uint64_t lossOut = 0x10000 * 4;
+    device.onSynchronize = [&] { device.floats(lossOut)[0] = 3.25f; };
+    CHECK(program.loss(params, tokens, targets) == 3.25f);
+    REQUIRE(device.kernels == std::vector<std::string>{"loss_a", "loss_b"});
+    // Kernel parameters: base, base, offset, size, stride of each view.
+    CHECK(device.params[0][0] == 0x10000);
+    CHECK(device.params[0][5] == constant);
+    CHECK(device.params[1][0] == 0x50000);
+    CHECK(device.params[1][5] == lossOut);
+    CHECK(device.floats(0x10000)[7] == 8.0f);
+    CHECK(std::memcmp(device.memory.at(0x20000).data(), tokens, 16) == 0);
+
+    // train_step: buffers in, one launch, buffers and (loss, norm) out.
+    float grads[8] = {}, m[8] = {}, v[8] = {};
+    drc::TrainingBuffers buffers{params, grads, m, v};
+    uint64_t stepParams = 0x10000 * 7, stepOut = 0x10000 * 15;
+    device.onSynchronize = [&] {
+      CHECK(device.floats(0x10000 * 13)[0] == 0.5f); // lr
+      CHECK(device.floats(0x10000 * 14)[0] == 3.0f); // step
+      device.floats(stepParams)[0] = -1;             // the update
+      device.floats(stepOut)[0] = 2.5f;
+      device.floats(stepOut)[1] = 0.75f;
+    };
+    drc::StepResult r = program.trainStep(buffers, tokens, targets, 0.5f, 3);
+    CHECK(r.loss == 2.5f);
+    CHECK(r.gradNorm == 0.75f);
+    CHECK(params[0] == -1.0f);
+    CHECK(device.kernels.back() == "step");
+  }
+  CHECK(device.freed == 15);
+}
+
+TEST_CASE("a GPU program needs both entry points", "[cuda]") {
+  drc::test::ScratchDirectory dir;
+  std::string text = manifest();
+  text.replace(text.find("\"train_step\""), 12, "\"train\"");
+  drc::writeFileAtomically((dir / "manifest.json").string(), text);
+  RecordingDevice device;
+  CHECK_THAT(drc::test::inputErrorText(
+                 [&] { drc::CudaProgram program(device, dir.path()); }),
+             Catch::Matchers::Contains("has no train_step function"));
+}
