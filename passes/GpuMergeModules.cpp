@@ -10,6 +10,18 @@ using namespace mlir;
 
 namespace {
 
+/// The text of `symbol` under a fixed name: equal for kernels that do the
+/// same work on the same shapes (one per layer, in loss and train_step).
+std::string bodyText(SymbolOpInterface symbol) {
+  StringAttr name = symbol.getNameAttr();
+  symbol.setName("kernel");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  symbol->print(os, OpPrintingFlags().useLocalScope());
+  symbol.setName(name);
+  return text;
+}
+
 struct GpuMergeModulesPass
     : mlir::drc::impl::GpuMergeModulesBase<GpuMergeModulesPass> {
   void runOnOperation() override {
@@ -23,17 +35,26 @@ struct GpuMergeModulesPass
     SymbolTable mergedSymbols(merged);
     // Old (module, kernel) -> the kernel's name in the merged module.
     llvm::DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> renamed;
+    // A kernel's text under a fixed name -> the merged kernel doing that.
+    llvm::StringMap<StringAttr> byBody;
     for (gpu::GPUModuleOp old : modules) {
       for (Operation &op : llvm::make_early_inc_range(*old.getBody())) {
         if (op.hasTrait<OpTrait::IsTerminator>())
           continue;
         auto symbol = dyn_cast<SymbolOpInterface>(op);
         StringAttr oldName = symbol ? symbol.getNameAttr() : StringAttr();
+        std::string body = symbol ? bodyText(symbol) : std::string();
+        if (auto same = byBody.find(body); symbol && same != byBody.end()) {
+          renamed[{old.getNameAttr(), oldName}] = same->second;
+          continue; // erased with its module
+        }
         op.remove();
         // insert() renames the op when its name is taken.
         StringAttr newName = mergedSymbols.insert(&op);
-        if (oldName)
+        if (oldName) {
           renamed[{old.getNameAttr(), oldName}] = newName;
+          byBody[body] = newName;
+        }
       }
       old.erase();
     }

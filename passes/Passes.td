@@ -187,9 +187,11 @@ def GpuMergeModules : Pass<"drc-gpu-merge-modules", "::mlir::ModuleOp"> {
   let description = [{
     gpu-kernel-outlining gives each kernel a gpu.module of its own; a
     program's kernels then become as many PTX modules. This pass moves
-    every gpu.func into one gpu.module `@kernels` (renaming on a clash) and
-    points each gpu.launch_func at it, so a program is one PTX module the
-    runtime loads once.
+    every gpu.func into one gpu.module `@kernels` (renaming on a clash),
+    keeping one of each set of identical kernels (the same work on the same
+    shapes, as in every layer and in both loss and train_step), and points
+    each gpu.launch_func at it, so a program is one PTX module the runtime
+    loads once.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
