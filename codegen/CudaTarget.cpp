@@ -1,6 +1,7 @@
 //===- CudaTarget.cpp - Programs as PTX and a launch manifest ------------===//
 #include "codegen/CudaTarget.h"
 
+#include "codegen/ModelCompiler.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -260,12 +261,22 @@ std::string mlir::drc::findLibdevice(const CudaOptions &options) {
 }
 
 FailureOr<mlir::drc::CudaArtifacts>
-mlir::drc::compileForCuda(ModuleOp module, const CudaOptions &options) {
+mlir::drc::compileForCuda(ModuleOp module, const TrainPipelineOptions &train,
+                          const CudaOptions &options) {
   std::string libdevice = findLibdevice(options);
   if (libdevice.empty())
     return module.emitError(
         "no CUDA libdevice (nvvm/libdevice/libdevice.10.bc under $CUDA_HOME "
         "or /usr/local/cuda): the GPU kernels' math needs it");
+  PassManager toLinalg(module.getContext());
+  buildTrainStepPipeline(toLinalg, train);
+  if (failed(toLinalg.run(module)))
+    return failure();
+  ::drc::ParameterTable table = parameterTable(module);
+  toLinalg.clear();
+  buildLowerToLinalgPipeline(toLinalg, train);
+  if (failed(toLinalg.run(module)))
+    return failure();
   PassManager toKernels(module.getContext());
   buildGpuLoopsPipeline(toKernels);
   if (failed(parsePassPipeline(kToKernels, toKernels)))
@@ -289,6 +300,7 @@ mlir::drc::compileForCuda(ModuleOp module, const CudaOptions &options) {
     functions.set(func.getSymName().str(), std::move(*plan));
   }
   artifacts.manifest.set("functions", std::move(functions));
+  artifacts.manifest.set("parameters", table.toText());
 
   PassManager toPtx(module.getContext());
   if (failed(parsePassPipeline(lowerToPtx(options, libdevice), toPtx)))

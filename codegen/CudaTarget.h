@@ -19,6 +19,7 @@
 #ifndef DRC_CODEGEN_CUDATARGET_H
 #define DRC_CODEGEN_CUDATARGET_H
 
+#include "passes/Passes.h"
 #include "runtime/Json.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -50,10 +51,14 @@ void buildGpuLoopsPipeline(OpPassManager &pm);
 /// there is none.
 std::string findLibdevice(const CudaOptions &options);
 
-/// Compiles `module` (consumed) for the GPU. Diagnostics go to the
-/// context's handler; failure when a pass fails, a host-side op cannot be
-/// replayed from the manifest, or the PTX calls an unresolved function.
+/// Compiles a topology-level module (consumed: its drc.param declarations
+/// and forward functions, as compileForHost takes it) for the GPU; the
+/// manifest's "parameters" is the table in ParameterTable::toText's form.
+/// Diagnostics go to the context's handler; failure when a pass fails, a
+/// host-side op cannot be replayed from the manifest, or the PTX calls an
+/// unresolved function.
 FailureOr<CudaArtifacts> compileForCuda(ModuleOp module,
+                                        const TrainPipelineOptions &train,
                                         const CudaOptions &options = {});
 
 } // namespace mlir::drc

@@ -212,22 +212,9 @@ CudaManifest parseCudaManifest(const std::string &text,
     read.fail("top level", "\"functions\" must be an object");
   for (const auto &[name, f] : functions.members())
     m.functions.emplace(name, read.function(f, name));
-  for (const JsonValue &p : read.list(root, "parameters", "top level")) {
-    std::string name = read.string(p, "name", "parameters");
-    std::optional<Init> init = parseInit(read.string(p, "init", name));
-    if (!init)
-      read.fail(name, "unknown init '" + read.string(p, "init", name) + "'");
-    const JsonValue &decay = read.member(p, "decay", name);
-    if (!decay.isBool())
-      read.fail(name, "\"decay\" must be true or false");
-    const ParameterInfo &added = m.parameters.add(
-        name, read.integers(p, "shape", name), *init, decay.asBool());
-    if (added.offset != read.integer(p, "offset", name))
-      read.fail(name, "offset " +
-                          std::to_string(read.integer(p, "offset", name)) +
-                          " is not where drc lays the parameter out (" +
-                          std::to_string(added.offset) + ")");
-  }
+  // The parameter table in its own text form (ParameterTable::toText).
+  m.parameters = ParameterTable::parse(
+      read.string(root, "parameters", "top level"), file + ": parameters");
   return m;
 }
 

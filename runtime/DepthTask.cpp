@@ -117,12 +117,12 @@ std::vector<TaskAnswer> taskAnswers(const std::string &task,
 
 DepthTaskResult
 runDepthTask(ProbeProgram &program, const float *params,
-             const CorpusDomain &domain, int64_t seqLen, size_t maxWindows,
+             const CorpusDomain &domain, const std::vector<size_t> &starts,
+             int64_t seqLen,
              const std::function<void(int64_t, int64_t)> &progress) {
   const ProbeShape &shape = program.shape();
   const int64_t N = shape.tokens, B = N / seqLen, depths = shape.blocks + 1,
                 V = shape.vocab, n = shape.streams, L = shape.blocks;
-  std::vector<size_t> starts = taskWindows(domain, seqLen, maxWindows);
   if (starts.empty())
     throw InputError("task domain '" + domain.name +
                      "' has no validation "

@@ -59,12 +59,13 @@ std::vector<TaskAnswer> taskAnswers(const std::string &task,
                                     const int32_t *inputs,
                                     const int32_t *targets, int64_t seqLen);
 
-/// Scores at most `maxWindows` windows of the task domain with `program`
-/// (batch x seqLen tokens per call); `progress(done, total)` after each
-/// call. Throws InputError when the domain has no whole window.
+/// Scores the task domain's windows starting at `starts` (taskWindows) with
+/// `program` (batch x seqLen tokens per call); `progress(done, total)`
+/// after each call. Throws InputError when there is no window.
 DepthTaskResult
 runDepthTask(ProbeProgram &program, const float *params,
-             const CorpusDomain &domain, int64_t seqLen, size_t maxWindows,
+             const CorpusDomain &domain, const std::vector<size_t> &starts,
+             int64_t seqLen,
              const std::function<void(int64_t, int64_t)> &progress = {});
 
 } // namespace drc

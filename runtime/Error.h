@@ -17,8 +17,9 @@ namespace drc {
 /// Exit codes shared by every drc tool.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,  ///< a failure during work (I/O error, divergence, ...)
-  kExitBadInput = 2, ///< the user's input is wrong (spec, data, checkpoint, flags)
+  kExitFailure = 1, ///< a failure during work (I/O error, divergence, ...)
+  kExitBadInput =
+      2, ///< the user's input is wrong (spec, data, checkpoint, flags)
 };
 
 /// A failure with a message for the user.

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 namespace drc {
 
@@ -99,34 +98,6 @@ std::string toString(const Init &init) {
   }
   }
   throw Error("unknown Init kind");
-}
-
-std::optional<Init> parseInit(std::string_view text) {
-  if (text == "zeros")
-    return Init::zeros();
-  size_t open = text.find('(');
-  if (open == std::string_view::npos || text.back() != ')')
-    return std::nullopt;
-  std::string_view name = text.substr(0, open);
-  std::vector<double> numbers;
-  std::string_view rest = text.substr(open + 1, text.size() - open - 2);
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string number(rest.substr(0, comma));
-    char *end = nullptr;
-    double v = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size())
-      return std::nullopt;
-    numbers.push_back(v);
-    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-  }
-  if (name == "trunc_normal" && numbers.size() == 2)
-    return Init::truncNormal(numbers[0], numbers[1]);
-  if (name == "constant" && numbers.size() == 1)
-    return Init::constant(numbers[0]);
-  if (name == "values" && !numbers.empty())
-    return Init::fromValues(std::vector<float>(numbers.begin(), numbers.end()));
-  return std::nullopt;
 }
 
 int64_t ParameterInfo::numElements() const {

@@ -11,7 +11,6 @@
 #define DRC_RUNTIME_PARAMETERTABLE_H
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,9 +54,6 @@ struct Init {
 /// The text form used in manifests: `trunc_normal(0.02,0.06)`,
 /// `constant(1)`, `zeros` or `values(1,0,...)`.
 std::string toString(const Init &init);
-
-/// The Init of a toString text; nullopt for anything else.
-std::optional<Init> parseInit(std::string_view text);
 
 /// One parameter: a dense fp32 tensor, row-major, at `offset` floats into the
 /// flat parameter buffer.

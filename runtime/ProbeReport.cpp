@@ -246,10 +246,8 @@ std::string probeReportSection(const std::vector<SweepPoint> &points,
     return "";
   std::sort(depths.begin(), depths.end());
   auto find = [&](const std::string &scheme, int64_t nLayer) {
-    for (const SweepPoint &p : points)
-      if (p.scheme == scheme && p.nLayer == nLayer && probesOf(p))
-        return &p;
-    return static_cast<const SweepPoint *>(nullptr);
+    const SweepPoint *p = findPoint(points, scheme, nLayer);
+    return p && probesOf(*p) ? p : nullptr;
   };
   std::ostringstream md;
   const JsonValue *any = probesOf(*find(order.front(), depths.front()));

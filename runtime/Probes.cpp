@@ -434,13 +434,14 @@ ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
       checkpoint, program.parameters(), modelFingerprint(spec), params.data());
   // One progress line over the probes' forward passes and the tasks'.
   const size_t maxWindows = spec.train.evalTokens / spec.model.seqLen;
+  std::vector<std::vector<size_t>> windows;
   int64_t taskCalls = 0;
-  for (size_t d : tasks)
-    taskCalls +=
-        (int64_t(taskWindows(corpus.domains[d], spec.model.seqLen, maxWindows)
-                     .size()) +
-         spec.train.batch - 1) /
-        spec.train.batch;
+  for (size_t d : tasks) {
+    windows.push_back(
+        taskWindows(corpus.domains[d], spec.model.seqLen, maxWindows));
+    taskCalls += (int64_t(windows.back().size()) + spec.train.batch - 1) /
+                 spec.train.batch;
+  }
   ProgressLine::Options options;
   options.label = label;
   options.rateUnit = "";
@@ -459,10 +460,10 @@ ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
         sampler.valBatch(i % domains, i / domains, inputs, targets);
       },
       [&](int64_t, int64_t total) { tick(total); });
-  for (size_t d : tasks)
+  for (size_t i = 0; i < tasks.size(); ++i)
     result.tasks.push_back(runDepthTask(
-        program, params.data(), corpus.domains[d], spec.model.seqLen,
-        maxWindows, [&](int64_t, int64_t) { tick(0); }));
+        program, params.data(), corpus.domains[tasks[i]], windows[i],
+        spec.model.seqLen, [&](int64_t, int64_t) { tick(0); }));
   if (line)
     line->finish();
   result.step = state.step;

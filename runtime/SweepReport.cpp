@@ -67,6 +67,14 @@ std::vector<SweepPoint> bestPoints(const SweepSpec &sweep,
   return points;
 }
 
+const SweepPoint *findPoint(const std::vector<SweepPoint> &points,
+                            const std::string &scheme, int64_t nLayer) {
+  for (const SweepPoint &p : points)
+    if (p.scheme == scheme && p.nLayer == nLayer)
+      return &p;
+  return nullptr;
+}
+
 std::string svgFigureStart(double width, double height,
                            const std::string &title) {
   std::ostringstream svg;
@@ -188,12 +196,8 @@ std::string sweepReport(const SweepSpec &sweep,
   for (const SweepPoint &p : points)
     if (std::find(order.begin(), order.end(), p.scheme) == order.end())
       order.push_back(p.scheme);
-  auto pointOf = [&](const std::string &scheme,
-                     int64_t nLayer) -> const SweepPoint * {
-    for (const SweepPoint &p : points)
-      if (p.scheme == scheme && p.nLayer == nLayer)
-        return &p;
-    return nullptr;
+  auto pointOf = [&](const std::string &scheme, int64_t nLayer) {
+    return findPoint(points, scheme, nLayer);
   };
   for (const std::string &scheme : order) {
     md << "| " << scheme << " |";

@@ -39,6 +39,10 @@ struct SweepPoint {
 std::vector<SweepPoint> bestPoints(const SweepSpec &sweep,
                                    const std::vector<JsonValue> &records);
 
+/// The point of `scheme` at `nLayer`, or null.
+const SweepPoint *findPoint(const std::vector<SweepPoint> &points,
+                            const std::string &scheme, int64_t nLayer);
+
 /// The opening of a report figure: an SVG of `width` x `height` on white with
 /// `title` centred at the top (the caller closes it with </svg>).
 std::string svgFigureStart(double width, double height,

@@ -56,12 +56,8 @@ std::string comparison(const LossCurve &baseline, const LossCurve &other,
 std::string tokenEfficiencySection(const SweepSpec &sweep,
                                    const std::vector<SweepPoint> &points,
                                    const SweepCurves &curves) {
-  auto pointOf = [&](const std::string &scheme,
-                     int64_t nLayer) -> const SweepPoint * {
-    for (const SweepPoint &p : points)
-      if (p.scheme == scheme && p.nLayer == nLayer)
-        return &p;
-    return nullptr;
+  auto pointOf = [&](const std::string &scheme, int64_t nLayer) {
+    return findPoint(points, scheme, nLayer);
   };
   std::ostringstream rows;
   bool nextTwo = false;

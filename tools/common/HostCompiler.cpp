@@ -67,27 +67,14 @@ HostCompiler::lower(const ModelSpec &spec, mlir::drc::CompileStage stage,
 
 mlir::drc::CudaArtifacts HostCompiler::compileForCuda(const ModelSpec &spec,
                                                       bool fuseTokenLocal) {
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      lower(spec, mlir::drc::CompileStage::Linalg, fuseTokenLocal);
-  auto artifacts = mlir::drc::compileForCuda(*module);
+  auto module = mlir::drc::importModelSpec(ctx, spec);
+  if (mlir::failed(module))
+    fail("compiling " + spec.path + " failed");
+  mlir::drc::TrainPipelineOptions train = mlir::drc::trainPipelineOptions(spec);
+  train.fuseTokenLocal = fuseTokenLocal;
+  auto artifacts = mlir::drc::compileForCuda(**module, train);
   if (mlir::failed(artifacts))
     fail("compiling " + spec.path + " for CUDA failed");
-  JsonValue parameters = JsonValue::array();
-  mlir::OwningOpRef<mlir::ModuleOp> imported =
-      lower(spec, mlir::drc::CompileStage::Drc);
-  ParameterTable table = mlir::drc::parameterTable(*imported);
-  for (const ParameterInfo &p : table.parameters()) {
-    JsonValue entry = JsonValue::object(), shape = JsonValue::array();
-    for (int64_t d : p.shape)
-      shape.push(d);
-    entry.set("name", p.name);
-    entry.set("shape", std::move(shape));
-    entry.set("offset", p.offset);
-    entry.set("init", toString(p.init));
-    entry.set("decay", p.decay);
-    parameters.push(std::move(entry));
-  }
-  artifacts->manifest.set("parameters", std::move(parameters));
   return std::move(*artifacts);
 }
 

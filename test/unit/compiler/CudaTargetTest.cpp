@@ -22,38 +22,18 @@ TEST_CASE("the CUDA manifest reads back with the CPU program's layout",
     drc::test::CompilerContext ctx;
     drc::ModelSpec spec =
         drc::test::tinySpec(std::string("scheme = \"") + scheme + "\"");
-    auto linalg = mlir::drc::compileToStage(ctx.context, spec,
-                                            mlir::drc::CompileStage::Linalg);
-    auto imported = mlir::drc::compileToStage(ctx.context, spec,
-                                              mlir::drc::CompileStage::Drc);
+    auto imported = mlir::drc::importModelSpec(ctx.context, spec);
     INFO(ctx.diagnostics);
-    REQUIRE(mlir::succeeded(linalg));
     REQUIRE(mlir::succeeded(imported));
-    auto artifacts = mlir::drc::compileForCuda(**linalg);
+    drc::ParameterTable table = mlir::drc::parameterTable(**imported);
+    auto artifacts = mlir::drc::compileForCuda(
+        **imported, mlir::drc::trainPipelineOptions(spec));
     INFO(ctx.diagnostics);
     REQUIRE(mlir::succeeded(artifacts));
     CHECK(artifacts->ptx.find(".target sm_90") != std::string::npos);
-
-    // The manifest carries no parameters itself; the driver adds the
-    // table (HostCompiler::compileForCuda), as here.
-    drc::ParameterTable table = mlir::drc::parameterTable(**imported);
-    drc::JsonValue manifest = artifacts->manifest;
-    drc::JsonValue parameters = drc::JsonValue::array();
-    for (const drc::ParameterInfo &p : table.parameters()) {
-      drc::JsonValue e = drc::JsonValue::object(),
-                     shape = drc::JsonValue::array();
-      for (int64_t d : p.shape)
-        shape.push(d);
-      e.set("name", p.name);
-      e.set("shape", std::move(shape));
-      e.set("offset", p.offset);
-      e.set("init", drc::toString(p.init));
-      e.set("decay", p.decay);
-      parameters.push(std::move(e));
-    }
-    manifest.set("parameters", std::move(parameters));
     drc::CudaManifest m =
-        drc::parseCudaManifest(drc::toJson(manifest), "/artifacts");
+        drc::parseCudaManifest(drc::toJson(artifacts->manifest), "/artifacts");
+    CHECK(m.parameters.toText() == table.toText());
     CHECK(m.parameters.numElements() == table.numElements());
     REQUIRE(m.functions.count("loss"));
     REQUIRE(m.functions.count("train_step"));

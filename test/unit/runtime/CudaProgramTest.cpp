@@ -98,7 +98,7 @@ std::string manifest() {
            "buffers": [],
            "launches": [{"kernel": "step", "grid": [1, 1, 1], "block": [8, 1, 1], "operands": [)j" +
          view(0) + ", " + view(8) + R"j(]}]}},
-  "parameters": [{"name": "w", "shape": [8], "offset": 0, "init": "zeros", "decay": true}]})j";
+  "parameters": "param w shape=8 offset=0 init=zeros decay=1\n"})j";
 }
 
 } // namespace

@@ -112,7 +112,8 @@ TEST_CASE("accuracy by depth and k of a model that needs k blocks",
   HopModel model;
   int64_t progressCalls = 0;
   drc::DepthTaskResult r = drc::runDepthTask(
-      model, nullptr, domain, kSeqLen, 31, [&](int64_t done, int64_t total) {
+      model, nullptr, domain, drc::taskWindows(domain, kSeqLen, 31), kSeqLen,
+      [&](int64_t done, int64_t total) {
         ++progressCalls;
         CHECK(total == 11); // ceil(31 / 3)
         CHECK(done == progressCalls);

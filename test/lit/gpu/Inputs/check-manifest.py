@@ -35,11 +35,16 @@ for name, function in manifest["functions"].items():
           f"{len(function['launches'])} launches, every kernel defined, "
           "every operand in bounds")
 
+# The parameter table in ParameterTable::toText's form, one line each:
+# "param NAME shape=AxB offset=N init=... decay=0|1".
 offset = 0
-for p in manifest["parameters"]:
-    assert p["offset"] >= offset, p
+lines = manifest["parameters"].splitlines()
+for line in lines:
+    fields = dict(w.split("=", 1) for w in line.split()[2:])
+    assert int(fields["offset"]) >= offset, line
     count = 1
-    for d in p["shape"]:
-        count *= d
-    offset = p["offset"] + count
-print(f"parameters: {len(manifest['parameters'])}, in order and disjoint")
+    if fields["shape"] != "scalar":
+        for d in fields["shape"].split("x"):
+            count *= int(d)
+    offset = int(fields["offset"]) + count
+print(f"parameters: {len(lines)}, in order and disjoint")
