@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch side of the training-throughput benchmarks (bench/cpu-step).
+"""PyTorch side of the training-throughput benchmarks (bench/cpu-step, scripts/gpu-check).
 
 The same models as drc's Pre-LN, HC (n = 4), mHC (n = 4) and Full AttnRes
 (ARCHITECTURES.md sections 1 and 2 with drc's conventions: W is [out, in],
@@ -8,6 +8,10 @@ per sequence, RMSNorm eps 1e-6, SwiGLU, untied embedding/unembedding, no
 biases), trained on CPU in fp32 with AdamW (betas (0.9, 0.95), eps 1e-8,
 weight decay 0.1 with section 1.3's groups) and global grad-norm clipping at
 1.0, written the way a competent PyTorch user would.
+
+On a GPU (`--device cuda`, for scripts/gpu-check) the same model can run with
+`--compile` (torch.compile of the loss) and `--bf16` (autocast: matmuls in
+bf16 with fp32 accumulation, parameters and optimizer in fp32, fused AdamW).
 
 Runs `--warmup-steps` untimed steps, then times `--steps` steps, and prints one
 JSON line to stdout. Diagnostics (the thread count ATen reports) go to stderr.
@@ -360,7 +364,7 @@ class Model(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def make_optimizer(model, lr):
+def make_optimizer(model, lr, fused=False):
     """AdamW; weight decay 0.1 except on gains and the NoWD coefficients (1.3)."""
     def decays(name):
         return name.rsplit(".", 1)[-1] not in NO_DECAY
@@ -369,7 +373,7 @@ def make_optimizer(model, lr):
     return torch.optim.AdamW(
         [{"params": [p for n, p in named if decays(n)], "weight_decay": 0.1},
          {"params": [p for n, p in named if not decays(n)], "weight_decay": 0.0}],
-        lr=lr, betas=(0.9, 0.95), eps=1e-8)
+        lr=lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if fused else {}))
 
 
 def aten_thread_count():
@@ -409,7 +413,16 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--attention", choices=["auto", "sdpa", "explicit"], default="auto",
                         help="auto: F.scaled_dot_product_attention when this torch has it")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the loss (torch >= 2.0)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="autocast to bf16 (matmuls bf16, fp32 accumulation and state)")
     args = parser.parse_args(argv)
+    if args.compile and not hasattr(torch, "compile"):
+        parser.error(f"--compile: torch {torch.__version__} has no torch.compile")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device")
     if args.steps < 1 or args.warmup_steps < 0:
         parser.error("--steps must be >= 1 and --warmup-steps >= 0")
     if args.attention == "sdpa" and not HAS_SDPA:
@@ -468,23 +481,28 @@ def main(argv):
     torch.manual_seed(args.seed)
     use_sdpa = HAS_SDPA if args.attention == "auto" else args.attention == "sdpa"
 
+    device = torch.device(args.device)
     model = Model(args.scheme, args.vocab, args.d_model, args.n_layer, args.n_head,
-                  args.d_ff, args.seq_len, use_sdpa=use_sdpa)
-    optimizer = make_optimizer(model, args.lr)
+                  args.d_ff, args.seq_len, use_sdpa=use_sdpa).to(device)
+    optimizer = make_optimizer(model, args.lr, fused=args.device == "cuda")
     generator = torch.Generator().manual_seed(args.seed)
     data = torch.randint(0, args.vocab, (args.batch, args.seq_len + 1), generator=generator)
-    tokens, targets = data[:, :-1].contiguous(), data[:, 1:].contiguous()
+    tokens, targets = data[:, :-1].contiguous().to(device), data[:, 1:].contiguous().to(device)
+    loss_fn = torch.compile(model.loss) if args.compile else model.loss
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = model.loss(tokens, targets)
+        with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.bf16):
+            loss = loss_fn(tokens, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        return loss.item()
+        return loss.item()  # waits for the device
 
+    warmup_start = time.perf_counter()
     for _ in range(args.warmup_steps):
         step()
+    warmup = time.perf_counter() - warmup_start
     start = time.perf_counter()
     for _ in range(args.steps):
         loss = step()
@@ -496,6 +514,8 @@ def main(argv):
         "tokens_per_s": args.batch * args.seq_len * args.steps / elapsed,
         "step_ms": 1000.0 * elapsed / args.steps,
         "threads": args.threads,
+        "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        "compile": args.compile, "bf16": args.bf16, "warmup_s": warmup,
         "torch": torch.__version__,
         "attention": "sdpa" if use_sdpa else "explicit",
         "blas": blas,

@@ -10,8 +10,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -22,16 +24,23 @@ namespace {
 
 /// Bufferization as for the CPU, then every linalg op as parallel loops and
 /// the host's serial work as one-iteration parallel loops: the loop form
-/// whose every top-level nest becomes one kernel.
+/// whose every top-level nest becomes one kernel, tiled into thread blocks
+/// (drc-gpu-map-threads). A kernel's temporaries up
+/// to 64 KiB go on its thread's stack (device malloc would be slow and its
+/// heap small); the host's become buffers again (drc-gpu-wrap-serial).
 constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,buffer-deallocation-pipeline,"
+    "canonicalize,"
+    "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=65536 "
+    "max-rank-of-allocated-memref=4}),"
+    "buffer-deallocation-pipeline,"
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "drc-copies-to-linalg,func.func(convert-linalg-to-parallel-loops),"
-    "canonicalize,func.func(drc-gpu-wrap-serial)";
+    "scf-forall-to-parallel,canonicalize,func.func(drc-gpu-wrap-serial),"
+    "func.func(drc-gpu-map-threads)";
 
 /// Each top-level nest onto blocks and threads, outlined into one
 /// gpu.module.
@@ -55,6 +64,22 @@ std::string lowerToPtx(const mlir::drc::CudaOptions &options,
          "},gpu.module(expand-strided-metadata,lower-affine,"
          "convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
          "reconcile-unrealized-casts),gpu-module-to-binary{format=isa}";
+}
+
+/// The names of the PTX's `.extern .func` declarations, comma-separated:
+/// `.extern .func (.param .b64 retval) name(...)` or without the return.
+std::string externalFunctions(StringRef ptx) {
+  std::string names;
+  for (size_t at = ptx.find(".extern .func"); at != StringRef::npos;
+       at = ptx.find(".extern .func", at + 1)) {
+    StringRef rest = ptx.substr(at + strlen(".extern .func")).ltrim();
+    if (rest.starts_with("("))
+      rest = rest.substr(rest.find(')') + 1).ltrim();
+    StringRef name =
+        rest.take_until([](char c) { return c == '(' || isspace(c); });
+    names += (names.empty() ? "" : ", ") + name.str();
+  }
+  return names;
 }
 
 JsonValue integers(ArrayRef<int64_t> values) {
@@ -112,8 +137,10 @@ public:
         launches.push(std::move(*l));
         continue;
       }
-      return op.emitError("this op would run on the host of a GPU program, "
-                          "which only launches kernels");
+      return op.emitError("'")
+             << op.getName()
+             << "' would run on the host of a GPU program, which only "
+                "launches kernels";
     }
     JsonValue out = JsonValue::object();
     out.set("arguments", std::move(arguments));
@@ -239,6 +266,13 @@ private:
 
 } // namespace
 
+mlir::drc::TrainPipelineOptions
+mlir::drc::gpuTileOptions(TrainPipelineOptions train) {
+  if (train.fuseTileTokens == 0)
+    train.fuseTileTokens = 1;
+  return train;
+}
+
 void mlir::drc::buildGpuLoopsPipeline(OpPassManager &pm) {
   registerPassesOnce();
   if (failed(parsePassPipeline(kGpuLoops, pm)))
@@ -261,8 +295,10 @@ std::string mlir::drc::findLibdevice(const CudaOptions &options) {
 }
 
 FailureOr<mlir::drc::CudaArtifacts>
-mlir::drc::compileForCuda(ModuleOp module, const TrainPipelineOptions &train,
+mlir::drc::compileForCuda(ModuleOp module,
+                          const TrainPipelineOptions &trainOptions,
                           const CudaOptions &options) {
+  TrainPipelineOptions train = gpuTileOptions(trainOptions);
   std::string libdevice = findLibdevice(options);
   if (libdevice.empty())
     return module.emitError(
@@ -288,6 +324,7 @@ mlir::drc::compileForCuda(ModuleOp module, const TrainPipelineOptions &train,
   artifacts.manifest = JsonValue::object();
   artifacts.manifest.set("format", "drc-cuda-1");
   artifacts.manifest.set("chip", options.chip);
+  artifacts.manifest.set("spec", options.spec);
   artifacts.manifest.set("ptx", "kernels.ptx");
   artifacts.manifest.set("memref_abi", "descriptor");
   JsonValue functions = JsonValue::object();
@@ -312,8 +349,9 @@ mlir::drc::compileForCuda(ModuleOp module, const TrainPipelineOptions &train,
       artifacts.ptx += cast<gpu::ObjectAttr>(object).getObject().str();
   if (artifacts.ptx.empty())
     return module.emitError("the GPU pipeline produced no PTX");
-  if (artifacts.ptx.find(".extern .func") != std::string::npos)
-    return module.emitError("the PTX calls a function it does not define "
-                            "(.extern .func); libdevice did not resolve it");
+  if (std::string missing = externalFunctions(artifacts.ptx); !missing.empty())
+    return module.emitError("the PTX calls functions it does not define "
+                            "(.extern .func): " +
+                            missing + "; libdevice did not resolve them");
   return artifacts;
 }

@@ -33,12 +33,19 @@ struct CudaOptions {
   std::string chip = "sm_90";
   /// CUDA's libdevice bitcode; empty: $CUDA_HOME's, else /usr/local/cuda's.
   std::string libdevice;
+  /// What the manifest records as the compiled spec (its "spec" field,
+  /// ::drc::programFingerprint); the runtime checks it before running.
+  std::string spec;
 };
 
 struct CudaArtifacts {
   std::string ptx;
   ::drc::JsonValue manifest; ///< with "ptx": the file name to give the PTX
 };
+
+/// `train` with one token per fused tile: each GPU thread runs one token's
+/// residual work, and its temporaries fit on its stack.
+TrainPipelineOptions gpuTileOptions(TrainPipelineOptions train);
 
 /// The first half of the GPU pipeline: bufferization, then every linalg op
 /// as parallel loops and the host's serial work as one-iteration parallel

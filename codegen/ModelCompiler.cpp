@@ -2,6 +2,7 @@
 #include "codegen/ModelCompiler.h"
 
 #include "codegen/CpuPipeline.h"
+#include "codegen/CudaTarget.h"
 #include "passes/ParameterLayout.h"
 #include "passes/Passes.h"
 
@@ -133,7 +134,11 @@ CpuModel::compileModule(ModuleOp module, int64_t tokens,
 }
 
 FailureOr<HostProgram>
-mlir::drc::compileForHost(ModuleOp module, const TrainPipelineOptions &train) {
+mlir::drc::compileForHost(ModuleOp module,
+                          const TrainPipelineOptions &options) {
+  // Through the GPU's loop form, with the GPU's tiles (gpuLoops: a test).
+  TrainPipelineOptions train =
+      options.gpuLoops ? gpuTileOptions(options) : options;
   MLIRContext *context = module.getContext();
   PassManager pm(context);
   buildTrainStepPipeline(pm, train);

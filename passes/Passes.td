@@ -182,6 +182,32 @@ def GpuWrapSerial : Pass<"drc-gpu-wrap-serial", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def GpuMapThreads : Pass<"drc-gpu-map-threads", "::mlir::func::FuncOp"> {
+  let summary = "Tile each top-level parallel loop nest into thread blocks";
+  let description = [{
+    Each top-level `scf.parallel` with constant bounds becomes a future
+    kernel's grid of thread blocks: its innermost dimension is split into
+    blocks of up to `block-threads` threads (thread x, consecutive
+    iterations on consecutive threads, so contiguous rows are read
+    coalesced), and when that leaves the block small, the next dimension
+    fills it (thread y). While the grid has fewer than `min-blocks` blocks,
+    blocks are halved, down to a warp. The iterations past the end of a partial block are
+    skipped by an `scf.if`. The loops carry their mapping: block x for the
+    tiled innermost dimension, block y and z for the next ones (up to 65535
+    blocks each), sequential loops inside a thread for the rest; every
+    parallel loop nested in the body becomes scf.for loops in its thread. A one-iteration loop (serial
+    work, drc-gpu-wrap-serial) is left to gpu-map-parallel-loops.
+  }];
+  let options = [
+    Option<"blockThreads", "block-threads", "int64_t", "256",
+           "Most threads per block (a power of two)">,
+    Option<"minBlocks", "min-blocks", "int64_t", "264",
+           "Fewest blocks to aim for (two per SM of an H100/H200)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def GpuMergeModules : Pass<"drc-gpu-merge-modules", "::mlir::ModuleOp"> {
   let summary = "Move every outlined kernel into one gpu.module";
   let description = [{

@@ -205,6 +205,7 @@ CudaManifest parseCudaManifest(const std::string &text,
     read.fail("top level", "unknown memref_abi");
   CudaManifest m;
   m.chip = read.string(root, "chip", "top level");
+  m.spec = read.string(root, "spec", "top level");
   m.ptx = std::filesystem::absolute(directory /
                                     read.string(root, "ptx", "top level"));
   const JsonValue &functions = read.member(root, "functions", "top level");

@@ -61,6 +61,8 @@ struct CudaFunction {
 
 struct CudaManifest {
   std::string chip;
+  /// programFingerprint of the spec compiled (ModelSpec.h).
+  std::string spec;
   std::filesystem::path ptx; ///< absolute
   std::map<std::string, CudaFunction> functions;
   ParameterTable parameters;

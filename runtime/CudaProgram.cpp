@@ -23,14 +23,23 @@ CudaProgram::CudaProgram(CudaDevice &device,
   tokens = loss.arguments[1].first;
   lossOutputs = loss.arguments[3].first;
 
+  if (loss.arguments[0] != step.arguments[0])
+    throw InputError((artifacts / "manifest.json").string() +
+                     ": loss and train_step must take the same parameters");
+
   void *module =
       device.loadModule(readInputFile(manifest.ptx.string(), "PTX module"));
+  // One parameter buffer for both functions (argument 0 of each).
+  uint64_t params = 0;
   for (const auto &[name, function] : manifest.functions) {
     Entry &entry = entries[name];
     for (const auto &[elements, type] : function.arguments) {
       size_t bytes = size_t(elements * cudaTypeBytes(type));
+      bool shared = entry.buffers.empty() && params != 0;
       entry.argumentBytes.push_back(bytes);
-      entry.buffers.push_back(device.allocate(bytes));
+      entry.buffers.push_back(shared ? params : device.allocate(bytes));
+      if (params == 0)
+        params = entry.buffers.back();
     }
     for (const CudaBuffer &buffer : function.buffers) {
       entry.buffers.push_back(device.allocate(size_t(buffer.bytes)));
@@ -46,9 +55,13 @@ CudaProgram::CudaProgram(CudaDevice &device,
 }
 
 CudaProgram::~CudaProgram() {
-  for (auto &[name, entry] : entries)
-    for (uint64_t address : entry.buffers)
-      device.free(address);
+  bool first = true;
+  for (auto &[name, entry] : entries) {
+    // Every entry after the first shares the first one's parameters.
+    for (size_t i = first ? 0 : 1; i < entry.buffers.size(); ++i)
+      device.free(entry.buffers[i]);
+    first = false;
+  }
 }
 
 void CudaProgram::run(const std::string &name,
@@ -69,15 +82,36 @@ void CudaProgram::run(const std::string &name,
                       entry.argumentBytes[argument]);
 }
 
+static bool sameBuffers(const TrainingBuffers &a, const TrainingBuffers &b) {
+  return a.params == b.params && a.grads == b.grads && a.adamM == b.adamM &&
+         a.adamV == b.adamV;
+}
+
 StepResult CudaProgram::trainStep(const TrainingBuffers &b,
                                   const int32_t *inputs, const int32_t *targets,
                                   float lr, int64_t step) {
   float stepValue = float(step), out[2] = {0, 0};
+  // The device holds b's contents after a step with b; otherwise copy them.
+  bool onDevice = sameBuffers(b, resident);
+  if (!onDevice && resident.params)
+    syncTrainingBuffers(resident);
+  resident = {}; // until this step has finished
+  auto in = [&](const float *host) { return onDevice ? nullptr : host; };
   run("train_step",
-      {b.params, b.grads, b.adamM, b.adamV, inputs, targets, &lr, &stepValue,
-       nullptr},
-      {{0, b.params}, {1, b.grads}, {2, b.adamM}, {3, b.adamV}, {8, out}});
+      {in(b.params), in(b.grads), in(b.adamM), in(b.adamV), inputs, targets,
+       &lr, &stepValue, nullptr},
+      {{8, out}});
+  resident = b;
   return {out[0], out[1]};
+}
+
+void CudaProgram::syncTrainingBuffers(const TrainingBuffers &b) {
+  if (!resident.params || !sameBuffers(b, resident))
+    return;
+  Entry &entry = entries.at("train_step");
+  float *host[4] = {b.params, b.grads, b.adamM, b.adamV};
+  for (size_t i = 0; i < 4; ++i)
+    device.copyToHost(host[i], entry.buffers[i], entry.argumentBytes[i]);
 }
 
 float CudaProgram::loss(const float *params, const int32_t *inputs,
@@ -88,8 +122,17 @@ float CudaProgram::loss(const float *params, const int32_t *inputs,
 
 float CudaProgram::losses(const float *params, const int32_t *inputs,
                           const int32_t *targets, float &nextTwo) {
+  // The parameters being trained are already on the device (shared with
+  // train_step); other ones replace them there, so the training buffers
+  // go back to the host first.
+  bool onDevice = resident.params && params == resident.params;
+  if (!onDevice && resident.params) {
+    syncTrainingBuffers(resident);
+    resident = {};
+  }
   std::vector<float> out(size_t(lossOutputs), 0.0f);
-  run("loss", {params, inputs, targets, nullptr}, {{3, out.data()}});
+  run("loss", {onDevice ? nullptr : params, inputs, targets, nullptr},
+      {{3, out.data()}});
   nextTwo = lossOutputs > 1 ? out[1] : 0.0f;
   return out[0];
 }

@@ -30,16 +30,21 @@ public:
   /// outlive the program. Throws InputError for a bad manifest or one
   /// without loss and train_step, Error for a device failure.
   CudaProgram(CudaDevice &device, const std::filesystem::path &artifacts);
+  CudaProgram(const CudaProgram &) = delete;
+  CudaProgram &operator=(const CudaProgram &) = delete;
   ~CudaProgram() override;
 
   const ParameterTable &parameters() const override {
     return manifest.parameters;
   }
   int64_t tokensPerCall() const override { return tokens; }
+  /// The programFingerprint of the spec the artifacts were compiled from.
+  const std::string &specFingerprint() const { return manifest.spec; }
   StepResult trainStep(const TrainingBuffers &buffers, const int32_t *inputs,
                        const int32_t *targets, float lr, int64_t step) override;
   float loss(const float *params, const int32_t *inputs,
              const int32_t *targets) override;
+  void syncTrainingBuffers(const TrainingBuffers &buffers) override;
   bool hasNextTwoHead() const override { return lossOutputs > 1; }
   float losses(const float *params, const int32_t *inputs,
                const int32_t *targets, float &nextTwo) override;
@@ -57,6 +62,9 @@ private:
   CudaManifest manifest;
   std::map<std::string, Entry> entries;
   int64_t tokens = 0, lossOutputs = 1;
+  /// The host buffers whose contents the device holds (after a train step
+  /// with them); all null when the device holds none.
+  TrainingBuffers resident;
 
   /// Copies `inputs` (one host pointer per argument, null: leave as is)
   /// in, runs every launch, waits, and copies the arguments named in

@@ -45,6 +45,15 @@ public:
                                const int32_t *inputs, const int32_t *targets,
                                float lr, int64_t step) = 0;
 
+  /// Makes the host copies of `buffers` current. A program may keep the
+  /// training buffers where it computes (a GPU's memory) from one trainStep
+  /// to the next, so between steps with the same buffers the caller reads
+  /// them only after this call and never writes them. Nothing to do for a
+  /// program that computes on the host.
+  virtual void syncTrainingBuffers(const TrainingBuffers &buffers) {
+    (void)buffers;
+  }
+
   /// Mean cross-entropy of one batch; parameters are only read.
   virtual float loss(const float *params, const int32_t *inputs,
                      const int32_t *targets) = 0;

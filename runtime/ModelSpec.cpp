@@ -6,6 +6,7 @@
 #include "runtime/TomlFields.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -216,6 +217,17 @@ std::string modelFingerprint(const ModelSpec &spec) {
   os << ";V=" << m.vocab << ";d=" << m.dModel << ";L=" << m.nLayer
      << ";H=" << m.nHead << ";ff=" << m.dFF;
   return os.str();
+}
+
+std::string programFingerprint(const ModelSpec &spec) {
+  const TrainSpec &t = spec.train;
+  char optimizer[160];
+  std::snprintf(optimizer, sizeof optimizer,
+                ";tokens=%lld;beta1=%.17g;beta2=%.17g;eps=%.17g;wd=%.17g;"
+                "clip=%.17g",
+                static_cast<long long>(spec.tokensPerStep()), t.beta1, t.beta2,
+                t.adamEps, t.weightDecay, t.gradClip);
+  return modelFingerprint(spec) + optimizer;
 }
 
 } // namespace drc

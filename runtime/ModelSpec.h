@@ -107,6 +107,11 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path);
 /// and the compiled program (not the schedule), stored in checkpoints.
 std::string modelFingerprint(const ModelSpec &spec);
 
+/// modelFingerprint plus what else a compiled program fixes: tokens per
+/// step and the optimizer's constants. Recorded in compiled artifacts
+/// (drc-compile --target=cuda) and checked against the spec that runs them.
+std::string programFingerprint(const ModelSpec &spec);
+
 } // namespace drc
 
 #endif // DRC_RUNTIME_MODELSPEC_H

@@ -135,6 +135,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     int64_t done = step + 1;
     if (done % spec.train.evalEvery != 0 && done != options.steps)
       continue;
+    program.syncTrainingBuffers(buffers);
     EvalResult eval = evaluate(program, params.data(), corpus, sampler);
     JsonValue record = JsonValue::object();
     record.set("step", done);

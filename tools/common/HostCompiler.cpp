@@ -2,7 +2,10 @@
 #include "tools/common/HostCompiler.h"
 
 #include "codegen/Registration.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Error.h"
+
+#include <filesystem>
 
 namespace drc {
 
@@ -72,10 +75,26 @@ mlir::drc::CudaArtifacts HostCompiler::compileForCuda(const ModelSpec &spec,
     fail("compiling " + spec.path + " failed");
   mlir::drc::TrainPipelineOptions train = mlir::drc::trainPipelineOptions(spec);
   train.fuseTokenLocal = fuseTokenLocal;
-  auto artifacts = mlir::drc::compileForCuda(**module, train);
+  mlir::drc::CudaOptions cuda;
+  cuda.spec = programFingerprint(spec);
+  auto artifacts = mlir::drc::compileForCuda(**module, train, cuda);
   if (mlir::failed(artifacts))
     fail("compiling " + spec.path + " for CUDA failed");
   return std::move(*artifacts);
+}
+
+void HostCompiler::compileForCuda(const ModelSpec &spec,
+                                  const std::string &directory,
+                                  bool fuseTokenLocal) {
+  mlir::drc::CudaArtifacts artifacts = compileForCuda(spec, fuseTokenLocal);
+  std::filesystem::path dir = directory;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw Error("cannot create " + dir.string() + ": " + ec.message());
+  writeFileAtomically((dir / "kernels.ptx").string(), artifacts.ptx);
+  writeFileAtomically((dir / "manifest.json").string(),
+                      toJson(artifacts.manifest) + "\n");
 }
 
 } // namespace drc

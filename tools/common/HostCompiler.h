@@ -47,6 +47,11 @@ public:
   mlir::drc::CudaArtifacts compileForCuda(const ModelSpec &spec,
                                           bool fuseTokenLocal = true);
 
+  /// compileForCuda, written to DIR/kernels.ptx and DIR/manifest.json
+  /// (each atomically; DIR is created).
+  void compileForCuda(const ModelSpec &spec, const std::string &directory,
+                      bool fuseTokenLocal = true);
+
   mlir::MLIRContext &context() { return ctx; }
 
 private:

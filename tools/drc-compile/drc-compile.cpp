@@ -136,17 +136,8 @@ int compileMain(int argc, char **argv) {
         cl.flag("print-params"))
       throw drc::UsageError("--target=cuda takes no --emit, --probes, "
                             "--report or --print-params");
-    drc::HostCompiler compiler;
-    mlir::drc::CudaArtifacts artifacts =
-        compiler.compileForCuda(spec, !cl.flag("no-fuse"));
-    std::filesystem::path dir = *cl.value("output");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      throw drc::Error("cannot create " + dir.string() + ": " + ec.message());
-    drc::writeFileAtomically((dir / "kernels.ptx").string(), artifacts.ptx);
-    drc::writeFileAtomically((dir / "manifest.json").string(),
-                             drc::toJson(artifacts.manifest) + "\n");
+    drc::HostCompiler().compileForCuda(spec, *cl.value("output"),
+                                       !cl.flag("no-fuse"));
     return 0;
   }
   std::string stageName = cl.value("emit").value_or("train-step");

@@ -1,21 +1,29 @@
 //===- drc-train.cpp - Train a model spec on a corpus --------------------===//
 #include "runtime/CommandLine.h"
 #include "runtime/Corpus.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/CudaProgram.h"
+#include "runtime/Error.h"
 #include "runtime/Trainer.h"
+#ifdef DRC_WITH_COMPILER
 #include "tools/common/HostCompiler.h"
+#endif
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 namespace {
 
 const char *const kHelp =
     R"(usage: drc-train SPEC --data DIR --out RUNDIR [options]
 
-Compiles the model spec SPEC (docs/spec.md) for this CPU and trains it on the
-corpus DIR (docs/data.md), writing RUNDIR/metrics.jsonl (one JSON object per
-evaluation) and RUNDIR/checkpoint.safetensors (docs/checkpoint.md) every
-[train] eval_every steps and at the end. Progress goes to stderr.
+Compiles the model spec SPEC (docs/spec.md) for this CPU, or for an NVIDIA
+GPU with --device cuda, and trains it on the corpus DIR (docs/data.md),
+writing RUNDIR/metrics.jsonl (one JSON object per evaluation) and
+RUNDIR/checkpoint.safetensors (docs/checkpoint.md) every [train] eval_every
+steps and at the end. Progress goes to stderr.
 
 options:
   --data DIR      corpus directory with one subdirectory per domain
@@ -26,14 +34,103 @@ options:
                   resumed run's metrics equal an uninterrupted run's
   --no-fuse       compile every token-local op as its own kernel (no
                   drc.fused regions): the same numbers, for speed comparisons
+  --device D      cpu (default) or cuda: GPU 0 through the CUDA driver,
+                  loaded at run time (docs/cuda.md); the PTX and manifest
+                  are written to RUNDIR/cuda
+  --artifacts DIR with --device cuda: run the PTX and manifest that
+                  drc-compile SPEC --target=cuda -o DIR wrote, compiling
+                  nothing (a drc built without the compiler needs this)
   --help          this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
              2 bad usage or bad input (spec, data, run directory).
 )";
 
+/// The compiled program to train, on the device the command line names.
+struct Program {
+  std::unique_ptr<drc::CudaDriver> driver; ///< --device cuda only
+  std::unique_ptr<drc::ModelProgram> model;
+  std::string target;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point began) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+      .count();
+}
+
+Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
+                      const std::filesystem::path &runDir) {
+  Program p;
+  std::string device = cl.value("device").value_or("cpu");
+  if (device != "cpu" && device != "cuda")
+    throw drc::UsageError("--device=" + device +
+                          " is not a device; use cpu "
+                          "or cuda");
+  std::optional<std::string> artifacts = cl.value("artifacts");
+  if (artifacts && device != "cuda")
+    throw drc::UsageError("--artifacts is for --device cuda");
+  if (artifacts && cl.flag("no-fuse"))
+    throw drc::UsageError("--no-fuse is a way to compile, and --artifacts "
+                          "compiles nothing; compile with drc-compile "
+                          "--no-fuse instead");
+#ifndef DRC_WITH_COMPILER
+  if (!artifacts)
+    throw drc::UsageError(
+        "this drc-train was built without the compiler (DRC_BUILD_COMPILER="
+        "OFF), so it runs only compiled artifacts: on a machine with drc's "
+        "compiler run drc-compile " +
+        spec.path +
+        " --target=cuda -o DIR, then pass --device cuda "
+        "--artifacts DIR");
+#endif
+  auto began = std::chrono::steady_clock::now();
+  if (device == "cuda") {
+    // The driver first: no GPU is found before minutes of compiling.
+    p.driver = std::make_unique<drc::CudaDriver>();
+    p.target = p.driver->deviceDescription();
+    std::filesystem::path dir =
+        artifacts ? std::filesystem::path(*artifacts) : runDir / "cuda";
+#ifdef DRC_WITH_COMPILER
+    if (!artifacts) {
+      std::fprintf(stderr, "drc-train: compiling %s for %s into %s\n",
+                   spec.path.c_str(), p.target.c_str(), dir.c_str());
+      drc::HostCompiler().compileForCuda(spec, dir.string(),
+                                         !cl.flag("no-fuse"));
+      std::fprintf(stderr, "drc-train: compiled %s in %.1f s\n",
+                   spec.path.c_str(), secondsSince(began));
+      began = std::chrono::steady_clock::now();
+    }
+#endif
+    auto program = std::make_unique<drc::CudaProgram>(*p.driver, dir);
+    if (program->specFingerprint() != drc::programFingerprint(spec))
+      throw drc::InputError((dir / "manifest.json").string() +
+                            " was compiled from a spec with " +
+                            program->specFingerprint() + ", but " + spec.path +
+                            " gives " + drc::programFingerprint(spec) +
+                            "; compile it again with drc-compile " + spec.path +
+                            " --target=cuda -o " + dir.string());
+    std::fprintf(stderr, "drc-train: loaded %s onto %s in %.1f s\n",
+                 dir.c_str(), p.target.c_str(), secondsSince(began));
+    p.model = std::move(program);
+    return p;
+  }
+#ifdef DRC_WITH_COMPILER
+  std::fprintf(stderr, "drc-train: compiling %s for this CPU\n",
+               spec.path.c_str());
+  drc::HostCompiler compiler;
+  auto model = compiler.compile(spec, !cl.flag("no-fuse"));
+  std::fprintf(stderr, "drc-train: compiled %s in %.1f s%s\n",
+               spec.path.c_str(), secondsSince(began),
+               model->jit().cached() ? " (object code from the cache)" : "");
+  p.model = std::move(model);
+  p.target = "this CPU";
+#endif
+  return p;
+}
+
 int trainMain(int argc, char **argv) {
-  drc::CommandLine cl(argc, argv, {"data", "out", "steps", "seed"},
+  drc::CommandLine cl(argc, argv,
+                      {"data", "out", "steps", "seed", "device", "artifacts"},
                       {"resume", "no-fuse", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
@@ -48,25 +145,16 @@ int trainMain(int argc, char **argv) {
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
 
-  drc::HostCompiler compiler;
-  std::fprintf(stderr, "drc-train: compiling %s for this CPU\n",
-               spec.path.c_str());
-  auto compileBegan = std::chrono::steady_clock::now();
-  auto model = compiler.compile(spec, !cl.flag("no-fuse"));
-  std::fprintf(stderr, "drc-train: compiled %s in %.1f s%s\n",
-               spec.path.c_str(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             compileBegan)
-                   .count(),
-               model->jit().cached() ? " (object code from the cache)" : "");
+  Program program = compileOrLoad(spec, cl, options.runDir);
+  drc::ModelProgram &model = *program.model;
   std::fprintf(stderr,
-               "drc-train: %s: %lld parameters, %zu domains, %lld steps of "
-               "%lld tokens\n",
-               spec.path.c_str(),
-               static_cast<long long>(model->parameters().numParameters()),
+               "drc-train: %s on %s: %lld parameters, %zu domains, %lld "
+               "steps of %lld tokens\n",
+               spec.path.c_str(), program.target.c_str(),
+               static_cast<long long>(model.parameters().numParameters()),
                corpus.domains.size(), static_cast<long long>(options.steps),
                static_cast<long long>(spec.tokensPerStep()));
-  drc::TrainSummary summary = drc::train(*model, spec, corpus, options);
+  drc::TrainSummary summary = drc::train(model, spec, corpus, options);
   std::printf("final val_loss %.4f after %lld steps (%.0f tokens/s)\n",
               summary.final.loss, static_cast<long long>(summary.steps),
               summary.tokensPerSecond);

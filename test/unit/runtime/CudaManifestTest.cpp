@@ -18,7 +18,7 @@ std::string manifest(
     const std::string &operand =
         R"j({"buffer": 2, "dtype": "f32", "offset": 2, "sizes": [2, 3], "strides": [4, 1]})j",
     const std::string &init = "trunc_normal(0.02,0.06)") {
-  return R"j({"format": "drc-cuda-1", "chip": "sm_90", "ptx": "kernels.ptx",
+  return R"j({"format": "drc-cuda-1", "chip": "sm_90", "spec": "s;tokens=4", "ptx": "kernels.ptx",
   "memref_abi": "descriptor",
   "functions": {"f": {
     "arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [2, 2], "dtype": "i32"}],
@@ -38,6 +38,7 @@ TEST_CASE("a CUDA manifest reads into functions, buffers and launches",
           "[cuda]") {
   drc::CudaManifest m = drc::parseCudaManifest(manifest(), "/tmp/x");
   CHECK(m.chip == "sm_90");
+  CHECK(m.spec == "s;tokens=4");
   CHECK(m.ptx == "/tmp/x/kernels.ptx");
   const drc::CudaFunction &f = m.functions.at("f");
   REQUIRE(f.arguments.size() == 2);

@@ -81,7 +81,7 @@ std::string view(int buffer, const char *dtype = "f32") {
 /// constant buffer and two launches; train_step(params, grads, m, v,
 /// tokens, targets, lr, step, out[2]) with one launch.
 std::string manifest() {
-  return R"j({"format": "drc-cuda-1", "chip": "sm_90", "ptx": "kernels.ptx",
+  return R"j({"format": "drc-cuda-1", "chip": "sm_90", "spec": "s;tokens=4", "ptx": "kernels.ptx",
   "memref_abi": "descriptor", "functions": {
   "loss": {"arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [4], "dtype": "i32"},
                          {"shape": [4], "dtype": "i32"}, {"shape": [1], "dtype": "f32"}],
@@ -114,8 +114,9 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     CHECK(program.tokensPerCall() == 4);
     CHECK_FALSE(program.hasNextTwoHead());
     CHECK(program.parameters().numElements() == 16); // padded to 16 floats
-    // loss: 4 arguments + 2 buffers; train_step: 9 arguments.
-    REQUIRE(device.memory.size() == 15);
+    // loss: 4 arguments + 2 buffers; train_step: 9 arguments, the
+    // parameters shared with loss.
+    REQUIRE(device.memory.size() == 14);
     // The constant is on the device before any call.
     uint64_t constant = 0x10000 * 6;
     CHECK(device.floats(constant)[1] == 2.0f);
@@ -134,24 +135,53 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     CHECK(device.floats(0x10000)[7] == 8.0f);
     CHECK(std::memcmp(device.memory.at(0x20000).data(), tokens, 16) == 0);
 
-    // train_step: buffers in, one launch, buffers and (loss, norm) out.
+    // train_step: buffers in, one launch, (loss, norm) out; the training
+    // buffers stay on the device.
     float grads[8] = {}, m[8] = {}, v[8] = {};
     drc::TrainingBuffers buffers{params, grads, m, v};
-    uint64_t stepParams = 0x10000 * 7, stepOut = 0x10000 * 15;
+    uint64_t stepOut = 0x10000 * 14;
     device.onSynchronize = [&] {
-      CHECK(device.floats(0x10000 * 13)[0] == 0.5f); // lr
-      CHECK(device.floats(0x10000 * 14)[0] == 3.0f); // step
-      device.floats(stepParams)[0] = -1;             // the update
+      CHECK(device.floats(0x10000 * 12)[0] == 0.5f); // lr
+      CHECK(device.floats(0x10000 * 13)[0] == 3.0f); // step
+      device.floats(0x10000)[0] -= 1;                // the update
+      device.floats(0x10000 * 7)[2] = 4;             // a gradient
       device.floats(stepOut)[0] = 2.5f;
       device.floats(stepOut)[1] = 0.75f;
     };
     drc::StepResult r = program.trainStep(buffers, tokens, targets, 0.5f, 3);
     CHECK(r.loss == 2.5f);
     CHECK(r.gradNorm == 0.75f);
-    CHECK(params[0] == -1.0f);
     CHECK(device.kernels.back() == "step");
+    CHECK(params[0] == 1.0f);
+    // Another step with the same buffers copies none of them in.
+    params[0] = 100;
+    r = program.trainStep(buffers, tokens, targets, 0.5f, 3);
+    CHECK(params[0] == 100.0f);
+    program.syncTrainingBuffers(buffers);
+    CHECK(params[0] == -1.0f);
+    CHECK(grads[2] == 4.0f);
+
+    // loss shares train_step's parameters: the trained ones are not copied.
+    float before = device.floats(0x10000)[0];
+    params[0] = 50;
+    device.onSynchronize = [&] {
+      CHECK(device.floats(0x10000)[0] == before);
+      device.floats(lossOut)[0] = 1.0f;
+    };
+    CHECK(program.loss(params, tokens, targets) == 1.0f);
+    // Other parameters are copied in, after the trained ones came back.
+    float other[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    device.onSynchronize = [&] {
+      CHECK(device.floats(0x10000)[0] == 9.0f);
+      device.floats(lossOut)[0] = 0.5f;
+    };
+    CHECK(program.loss(other, tokens, targets) == 0.5f);
+    CHECK(params[0] == before);
+    // The next step copies the training buffers in again.
+    device.onSynchronize = [&] { CHECK(device.floats(0x10000)[0] == before); };
+    program.trainStep(buffers, tokens, targets, 0.5f, 4);
   }
-  CHECK(device.freed == 15);
+  CHECK(device.freed == 14); // the parameters are shared
 }
 
 TEST_CASE("a GPU program needs both entry points", "[cuda]") {
