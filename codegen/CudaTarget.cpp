@@ -38,7 +38,8 @@ constexpr const char *kGpuLoops =
     "max-rank-of-allocated-memref=4}),"
     "buffer-deallocation-pipeline,"
     "func.func(drc-gpu-scalar-operands),canonicalize,"
-    "drc-copies-to-linalg,func.func(convert-linalg-to-parallel-loops),"
+    "drc-copies-to-linalg,func.func(drc-gpu-parallel-reductions),"
+    "func.func(convert-linalg-to-parallel-loops),"
     "scf-forall-to-parallel,canonicalize,func.func(drc-gpu-wrap-serial),"
     "func.func(drc-gpu-map-threads)";
 

@@ -182,6 +182,29 @@ def GpuWrapSerial : Pass<"drc-gpu-wrap-serial", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def GpuParallelReductions
+    : Pass<"drc-gpu-parallel-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Make a bufferized function's reductions parallel for a GPU";
+  let description = [{
+    convert-linalg-to-parallel-loops makes parallel loops of a linalg op's
+    leading parallel dimensions only, so this pass, on buffers before it:
+    - moves every linalg.generic's parallel dimensions before its
+      reductions (a column sum over tokens becomes one thread per column);
+    - splits a full sum at the function's top level (one reduction
+      dimension of static size n, a 0-d output, a body yielding
+      `arith.addf(value, out)`): into P partial sums over a scratch buffer,
+      partial[p] = sum_j f(x[j * P + p]), so that neighbouring threads read
+      neighbouring elements, then out += sum_p partial[p], split again while
+      it is large. P is the largest power of two up to 65536 with at least
+      32 elements per partial (no split below 8 partials); when P does not
+      divide n, the last n mod P elements are a sum of their own. The sum's
+      order changes, not its terms.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def GpuMapThreads : Pass<"drc-gpu-map-threads", "::mlir::func::FuncOp"> {
   let summary = "Tile each top-level parallel loop nest into thread blocks";
   let description = [{

@@ -1,0 +1,171 @@
+//===- GpuParallelReductions.cpp - Reductions a GPU runs in parallel -----===//
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+
+namespace mlir::drc {
+#define GEN_PASS_DEF_GPUPARALLELREDUCTIONS
+#include "passes/Passes.h.inc"
+} // namespace mlir::drc
+
+using namespace mlir;
+
+namespace {
+
+using utils::IteratorType;
+
+/// The most partial sums one split makes: enough threads to fill a GPU.
+constexpr int64_t kMaxPartials = 65536;
+/// The fewest elements each partial sum adds.
+constexpr int64_t kMinPerPartial = 32;
+
+/// Parallel dimensions first, reductions after, each in their order.
+void parallelFirst(linalg::GenericOp op, RewriterBase &rewriter) {
+  SmallVector<unsigned> order;
+  for (auto [d, type] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (type == IteratorType::parallel)
+      order.push_back(unsigned(d));
+  for (auto [d, type] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (type == IteratorType::reduction)
+      order.push_back(unsigned(d));
+  if (llvm::is_sorted(order))
+    return;
+  rewriter.setInsertionPoint(op);
+  (void)linalg::interchangeGenericOp(rewriter, op, order);
+}
+
+/// The number of partial sums to split a full reduction of `n` elements
+/// into: the largest power of two that leaves each at least kMinPerPartial
+/// elements; 1 when there are fewer than 8.
+int64_t partialsFor(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= kMaxPartials && n / (p * 2) >= kMinPerPartial)
+    p *= 2;
+  return p >= 8 ? p : 1;
+}
+
+/// A full sum on buffers: one reduction dimension of static size, inputs
+/// read along it (or 0-d), a 0-d output, and a body whose yield is
+/// `arith.addf(value, out)` with `out` used nowhere else.
+bool isSplittableSum(linalg::GenericOp op, int64_t &n) {
+  if (!op.hasPureBufferSemantics() || op.getNumLoops() != 1 ||
+      op.getNumDpsInits() != 1 ||
+      op.getIteratorTypesArray()[0] != IteratorType::reduction)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || ShapedType::isDynamic(ranges[0]))
+    return false;
+  n = ranges[0];
+  MLIRContext *context = op.getContext();
+  AffineMap along = AffineMap::getMultiDimIdentityMap(1, context);
+  AffineMap scalar = AffineMap::get(1, 0, context);
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (map != along && map != scalar)
+      return false;
+  }
+  if (op.getMatchingIndexingMap(op.getDpsInitOperand(0)) != scalar)
+    return false;
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
+}
+
+/// sum_i f(x_i) into out, as partial[p] = sum_j f(x[j * P + p]) (thread p
+/// reads consecutive addresses with its neighbours) and then out +=
+/// sum_p partial[p], which is split again while it is large.
+void splitSum(linalg::GenericOp op, int64_t n, RewriterBase &rewriter) {
+  int64_t partials = partialsFor(n);
+  if (partials == 1)
+    return;
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  if (n % partials != 0) {
+    // The sum of the first m = n - n % P elements, then of the rest.
+    int64_t m = n - n % partials;
+    auto part = [&](int64_t offset, int64_t size) {
+      IRMapping views;
+      for (OpOperand *input : op.getDpsInputOperands())
+        if (cast<MemRefType>(input->get().getType()).getRank() == 1)
+          views.map(input->get(),
+                    memref::SubViewOp::create(
+                        rewriter, loc, input->get(), ArrayRef<int64_t>{offset},
+                        ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1}));
+      return cast<linalg::GenericOp>(rewriter.clone(*op, views));
+    };
+    linalg::GenericOp head = part(0, m), tail = part(m, n - m);
+    rewriter.eraseOp(op);
+    splitSum(head, m, rewriter);
+    splitSum(tail, n - m, rewriter);
+    return;
+  }
+  auto outType = cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  Type element = outType.getElementType();
+  auto partialType = MemRefType::get({partials}, element);
+  Value partial = memref::AllocOp::create(rewriter, loc, partialType);
+  Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                         rewriter.getZeroAttr(element));
+  linalg::FillOp::create(rewriter, loc, zero, partial);
+
+  // (j, p): inputs [n] viewed as [n / P, P].
+  AffineMap rows = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap scalar = AffineMap::get(2, 0, context);
+  AffineMap column = AffineMap::get(2, 0, getAffineDimExpr(1, context));
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = cast<MemRefType>(input->get().getType());
+    if (type.getRank() == 0) {
+      inputs.push_back(input->get());
+      maps.push_back(scalar);
+      continue;
+    }
+    inputs.push_back(memref::ExpandShapeOp::create(
+        rewriter, loc, SmallVector<int64_t>{n / partials, partials},
+        input->get(), SmallVector<ReassociationIndices>{{0, 1}}));
+    maps.push_back(rows);
+  }
+  maps.push_back(column);
+  auto first = linalg::GenericOp::create(
+      rewriter, loc, inputs, ValueRange{partial}, maps,
+      {IteratorType::reduction, IteratorType::parallel});
+  rewriter.cloneRegionBefore(op.getRegion(), first.getRegion(),
+                             first.getRegion().end());
+  Value out = op.getDpsInitOperand(0)->get();
+  AffineMap along = AffineMap::getMultiDimIdentityMap(1, context);
+  AffineMap outMap = AffineMap::get(1, 0, context);
+  auto rest = linalg::GenericOp::create(
+      rewriter, loc, ValueRange{partial}, ValueRange{out},
+      ArrayRef<AffineMap>{along, outMap}, {IteratorType::reduction},
+      [](OpBuilder &b, Location loc, ValueRange args) {
+        Value sum = arith::AddFOp::create(b, loc, args[0], args[1]);
+        linalg::YieldOp::create(b, loc, sum);
+      });
+  rewriter.setInsertionPointAfter(rest);
+  memref::DeallocOp::create(rewriter, loc, partial);
+  rewriter.eraseOp(op);
+  parallelFirst(first, rewriter);
+  splitSum(rest, partials, rewriter);
+}
+
+struct GpuParallelReductionsPass
+    : mlir::drc::impl::GpuParallelReductionsBase<GpuParallelReductionsPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics) {
+      int64_t n = 0;
+      // Only on the host's level: a kernel cannot allocate the partials.
+      if (op->getParentOp() == getOperation() && isSplittableSum(op, n))
+        splitSum(op, n, rewriter);
+      else
+        parallelFirst(op, rewriter);
+    }
+  }
+};
+
+} // namespace
