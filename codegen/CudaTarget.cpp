@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 
 using namespace mlir;
@@ -27,7 +28,9 @@ namespace {
 /// whose every top-level nest becomes one kernel, tiled into thread blocks
 /// (drc-gpu-map-threads). A kernel's temporaries up
 /// to 64 KiB go on its thread's stack (device malloc would be slow and its
-/// heap small); the host's become buffers again (drc-gpu-wrap-serial).
+/// heap small), larger ones in a slice per iteration of a host buffer
+/// (drc-gpu-privatize-buffers); the host's become buffers again
+/// (drc-gpu-wrap-serial).
 constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "eliminate-empty-tensors,"
@@ -40,7 +43,8 @@ constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "drc-copies-to-linalg,func.func(drc-gpu-parallel-reductions),"
     "func.func(convert-linalg-to-parallel-loops),"
-    "scf-forall-to-parallel,canonicalize,func.func(drc-gpu-wrap-serial),"
+    "scf-forall-to-parallel,canonicalize,"
+    "func.func(drc-gpu-privatize-buffers,drc-gpu-wrap-serial),"
     "func.func(drc-gpu-map-threads)";
 
 /// Each top-level nest onto blocks and threads, outlined into one
@@ -90,6 +94,55 @@ JsonValue integers(ArrayRef<int64_t> values) {
   return out;
 }
 
+/// A scratch buffer's place in time (the first and last launches that use
+/// it; its contents are undefined before the first) and in the function's
+/// arena.
+struct ScratchLife {
+  int64_t entry, bytes, begin = INT64_MAX, end = -1, offset = 0;
+};
+
+/// Offsets for `lives` in one arena (256-byte aligned, first fit in the
+/// order of first use): two buffers share bytes only when no launch from
+/// the first use to the last of one uses the other. Returns the size.
+int64_t placeInArena(std::vector<ScratchLife> &lives) {
+  constexpr int64_t kAlign = 256;
+  int64_t arena = 0;
+  std::vector<ScratchLife *> order;
+  for (ScratchLife &life : lives)
+    order.push_back(&life);
+  llvm::stable_sort(order, [](const ScratchLife *a, const ScratchLife *b) {
+    return a->begin < b->begin;
+  });
+  std::vector<const ScratchLife *> live; // sorted by offset
+  for (ScratchLife *next : order) {
+    ScratchLife &life = *next;
+    llvm::erase_if(live,
+                   [&](const ScratchLife *l) { return l->end < life.begin; });
+    int64_t at = 0;
+    for (const ScratchLife *l : live) {
+      if (at + life.bytes <= l->offset)
+        break;
+      at = std::max(at, (l->offset + l->bytes + kAlign - 1) / kAlign * kAlign);
+    }
+    life.offset = at;
+    arena = std::max(arena, at + life.bytes);
+    live.insert(
+        llvm::upper_bound(live, &life,
+                          [](const ScratchLife *a, const ScratchLife *b) {
+                            return a->offset < b->offset;
+                          }),
+        &life);
+  }
+  return arena;
+}
+
+/// The buffer a view is a view of.
+Value baseOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
 /// The manifest of one host function: its buffers and launches.
 class LaunchPlan {
 public:
@@ -108,7 +161,8 @@ public:
       a.set("dtype", dtype(type.getElementType()));
       arguments.push(std::move(a));
     }
-    JsonValue scratch = JsonValue::array(), launches = JsonValue::array();
+    std::vector<JsonValue> scratch;
+    JsonValue launches = JsonValue::array();
     for (Operation &op : func.getBody().front()) {
       if (op.hasTrait<OpTrait::ConstantLike>() || isa<func::ReturnOp>(op) ||
           isa<ViewLikeOpInterface, memref::DeallocOp>(op))
@@ -118,17 +172,19 @@ public:
         if (!type.hasStaticShape() || !type.getLayout().isIdentity())
           return alloc.emitError("GPU scratch buffers must be static");
         buffers[alloc] = int64_t(buffers.size());
+        lives.try_emplace(buffers[alloc],
+                          ScratchLife{int64_t(scratch.size()), bytes(type)});
         JsonValue s = JsonValue::object();
         s.set("buffer", buffers[alloc]);
         s.set("bytes", bytes(type));
-        scratch.push(std::move(s));
+        scratch.push_back(std::move(s));
         continue;
       }
       if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
         FailureOr<JsonValue> c = constant(global);
         if (failed(c))
           return failure();
-        scratch.push(std::move(*c));
+        scratch.push_back(std::move(*c));
         continue;
       }
       if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
@@ -136,6 +192,7 @@ public:
         if (failed(l))
           return failure();
         launches.push(std::move(*l));
+        ++launchCount;
         continue;
       }
       return op.emitError("'")
@@ -143,9 +200,19 @@ public:
              << "' would run on the host of a GPU program, which only "
                 "launches kernels";
     }
+    std::vector<ScratchLife> placed;
+    for (auto &[buffer, life] : lives)
+      placed.push_back(life);
+    int64_t arena = placeInArena(placed);
+    JsonValue scratchList = JsonValue::array();
+    for (const ScratchLife &life : placed)
+      scratch[size_t(life.entry)].set("offset", life.offset);
+    for (JsonValue &s : scratch)
+      scratchList.push(std::move(s));
     JsonValue out = JsonValue::object();
     out.set("arguments", std::move(arguments));
-    out.set("buffers", std::move(scratch));
+    out.set("arena_bytes", arena);
+    out.set("buffers", std::move(scratchList));
     out.set("launches", std::move(launches));
     return out;
   }
@@ -153,6 +220,8 @@ public:
 private:
   func::FuncOp func;
   llvm::DenseMap<Value, int64_t> buffers;
+  std::map<int64_t, ScratchLife> lives; ///< of the scratch buffers
+  int64_t launchCount = 0;
 
   static std::string dtype(Type type) {
     if (type.isF32())
@@ -163,6 +232,8 @@ private:
       return "f64";
     if (type.isInteger(64) || type.isIndex())
       return "i64";
+    if (type.isInteger(8))
+      return "i8";
     return "unknown";
   }
 
@@ -196,10 +267,7 @@ private:
   FailureOr<JsonValue> operand(gpu::LaunchFuncOp launch, Value value) {
     JsonValue out = JsonValue::object();
     if (auto type = dyn_cast<MemRefType>(value.getType())) {
-      Value base = value;
-      while (auto view = base.getDefiningOp<ViewLikeOpInterface>())
-        base = view.getViewSource();
-      auto it = buffers.find(base);
+      auto it = buffers.find(baseOf(value));
       SmallVector<int64_t> strides;
       int64_t offset = 0;
       if (it == buffers.end() ||
@@ -209,6 +277,10 @@ private:
         return launch.emitError("a kernel operand must be a static view of "
                                 "an argument, scratch or constant buffer");
       out.set("buffer", it->second);
+      if (auto life = lives.find(it->second); life != lives.end()) {
+        life->second.begin = std::min(life->second.begin, launchCount);
+        life->second.end = std::max(life->second.end, launchCount);
+      }
       out.set("dtype", dtype(type.getElementType()));
       out.set("offset", offset);
       out.set("sizes", integers(type.getShape()));

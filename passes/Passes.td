@@ -205,6 +205,22 @@ def GpuParallelReductions
                            "::mlir::arith::ArithDialect"];
 }
 
+def GpuPrivatizeBuffers
+    : Pass<"drc-gpu-privatize-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Give each iteration of a future kernel a slice of a host buffer";
+  let description = [{
+    A `memref.alloc` inside a top-level `scf.parallel` with constant bounds
+    (a temporary too large for a GPU thread's stack, such as a token's copy
+    of Full AttnRes's depth bank) would become device `malloc`. Instead,
+    each such temporary becomes one byte buffer allocated before the loop,
+    with a 64-byte aligned slice per iteration (`memref.view` at the
+    iteration's row-major number, the same type as the allocation) and
+    freed after the loop; the deallocations inside go.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def GpuMapThreads : Pass<"drc-gpu-map-threads", "::mlir::func::FuncOp"> {
   let summary = "Tile each top-level parallel loop nest into thread blocks";
   let description = [{

@@ -77,6 +77,8 @@ public:
       return CudaType::I64;
     if (name == "f64")
       return CudaType::F64;
+    if (name == "i8")
+      return CudaType::I8;
     fail(where, "unknown type '" + name + "'");
   }
 
@@ -129,6 +131,7 @@ public:
       out.arguments.emplace_back(elements, t);
       bufferBytes.push_back(elements * cudaTypeBytes(t));
     }
+    out.arenaBytes = integer(f, "arena_bytes", name);
     for (const JsonValue &b : list(f, "buffers", name)) {
       CudaBuffer buffer;
       buffer.index = integer(b, "buffer", name);
@@ -142,6 +145,12 @@ public:
         if (int64_t(buffer.values.size()) * 4 != buffer.bytes)
           fail(name, "constant buffer " + std::to_string(buffer.index) +
                          " holds a different number of values than bytes / 4");
+      } else {
+        buffer.offset = integer(b, "offset", name);
+        if (buffer.offset < 0 || buffer.offset + buffer.bytes > out.arenaBytes)
+          fail(name, "scratch buffer " + std::to_string(buffer.index) +
+                         " lies outside the arena (arena_bytes " +
+                         std::to_string(out.arenaBytes) + ")");
       }
       bufferBytes.push_back(buffer.bytes);
       out.buffers.push_back(std::move(buffer));
@@ -190,7 +199,17 @@ private:
 } // namespace
 
 int64_t cudaTypeBytes(CudaType type) {
-  return type == CudaType::F32 || type == CudaType::I32 ? 4 : 8;
+  switch (type) {
+  case CudaType::I8:
+    return 1;
+  case CudaType::F32:
+  case CudaType::I32:
+    return 4;
+  case CudaType::I64:
+  case CudaType::F64:
+    return 8;
+  }
+  return 8;
 }
 
 CudaManifest parseCudaManifest(const std::string &text,
@@ -258,6 +277,11 @@ KernelArguments::KernelArguments(const CudaLaunch &launch,
     case CudaType::F64:
       std::memcpy(&bits, &o.real, 8);
       break;
+    case CudaType::I8: {
+      int8_t v = int8_t(o.integer);
+      std::memcpy(&bits, &v, 1);
+      break;
+    }
     }
     push(bits);
   }

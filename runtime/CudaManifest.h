@@ -22,7 +22,7 @@
 namespace drc {
 
 /// Element and scalar types of the manifest.
-enum class CudaType { F32, I32, I64, F64 };
+enum class CudaType { F32, I32, I64, F64, I8 };
 
 /// Bytes of one element of `type`.
 int64_t cudaTypeBytes(CudaType type);
@@ -50,6 +50,9 @@ struct CudaBuffer {
   int64_t index = 0; ///< its number: after the arguments'
   int64_t bytes = 0;
   std::vector<float> values; ///< a constant's contents; empty for scratch
+  /// Scratch: where it lies in the function's arena (buffers whose lives do
+  /// not overlap share bytes); -1 for a constant.
+  int64_t offset = -1;
 };
 
 struct CudaFunction {
@@ -57,6 +60,7 @@ struct CudaFunction {
   std::vector<std::pair<int64_t, CudaType>> arguments;
   std::vector<CudaBuffer> buffers;
   std::vector<CudaLaunch> launches;
+  int64_t arenaBytes = 0; ///< one allocation holds every scratch buffer
 };
 
 struct CudaManifest {

@@ -4,6 +4,8 @@
 #include "runtime/Error.h"
 #include "runtime/TomlFields.h"
 
+#include <algorithm>
+
 namespace drc {
 
 CudaProgram::CudaProgram(CudaDevice &device,
@@ -29,24 +31,42 @@ CudaProgram::CudaProgram(CudaDevice &device,
 
   void *module =
       device.loadModule(readInputFile(manifest.ptx.string(), "PTX module"));
-  // One parameter buffer for both functions (argument 0 of each).
+  auto allocate = [&](size_t bytes) {
+    allocations.push_back(device.allocate(bytes));
+    return allocations.back();
+  };
+  // Arguments and constants; one parameter buffer for both functions
+  // (argument 0 of each).
   uint64_t params = 0;
+  int64_t arenaBytes = 0;
   for (const auto &[name, function] : manifest.functions) {
     Entry &entry = entries[name];
     for (const auto &[elements, type] : function.arguments) {
       size_t bytes = size_t(elements * cudaTypeBytes(type));
       bool shared = entry.buffers.empty() && params != 0;
       entry.argumentBytes.push_back(bytes);
-      entry.buffers.push_back(shared ? params : device.allocate(bytes));
+      entry.buffers.push_back(shared ? params : allocate(bytes));
       if (params == 0)
         params = entry.buffers.back();
     }
     for (const CudaBuffer &buffer : function.buffers) {
-      entry.buffers.push_back(device.allocate(size_t(buffer.bytes)));
-      if (!buffer.values.empty())
-        device.copyToDevice(entry.buffers.back(), buffer.values.data(),
-                            size_t(buffer.bytes));
+      entry.buffers.push_back(0);
+      if (buffer.values.empty())
+        continue;
+      entry.buffers.back() = allocate(size_t(buffer.bytes));
+      device.copyToDevice(entry.buffers.back(), buffer.values.data(),
+                          size_t(buffer.bytes));
     }
+    arenaBytes = std::max(arenaBytes, function.arenaBytes);
+  }
+  // One arena for every function's scratch: they never run at once.
+  uint64_t arena = arenaBytes > 0 ? allocate(size_t(arenaBytes)) : 0;
+  for (const auto &[name, function] : manifest.functions) {
+    Entry &entry = entries[name];
+    size_t first = function.arguments.size();
+    for (size_t i = 0; i < function.buffers.size(); ++i)
+      if (function.buffers[i].values.empty())
+        entry.buffers[first + i] = arena + uint64_t(function.buffers[i].offset);
     for (const CudaLaunch &launch : function.launches) {
       entry.kernels.push_back(device.function(module, launch.kernel));
       entry.arguments.emplace_back(launch, entry.buffers);
@@ -55,13 +75,8 @@ CudaProgram::CudaProgram(CudaDevice &device,
 }
 
 CudaProgram::~CudaProgram() {
-  bool first = true;
-  for (auto &[name, entry] : entries) {
-    // Every entry after the first shares the first one's parameters.
-    for (size_t i = first ? 0 : 1; i < entry.buffers.size(); ++i)
-      device.free(entry.buffers[i]);
-    first = false;
-  }
+  for (uint64_t address : allocations)
+    device.free(address);
 }
 
 void CudaProgram::run(const std::string &name,

@@ -38,8 +38,6 @@ public:
     return manifest.parameters;
   }
   int64_t tokensPerCall() const override { return tokens; }
-  /// The programFingerprint of the spec the artifacts were compiled from.
-  const std::string &specFingerprint() const { return manifest.spec; }
   StepResult trainStep(const TrainingBuffers &buffers, const int32_t *inputs,
                        const int32_t *targets, float lr, int64_t step) override;
   float loss(const float *params, const int32_t *inputs,
@@ -60,6 +58,7 @@ private:
 
   CudaDevice &device;
   CudaManifest manifest;
+  std::vector<uint64_t> allocations; ///< freed with the program
   std::map<std::string, Entry> entries;
   int64_t tokens = 0, lossOutputs = 1;
   /// The host buffers whose contents the device holds (after a train step

@@ -223,8 +223,8 @@ std::string programFingerprint(const ModelSpec &spec) {
   const TrainSpec &t = spec.train;
   char optimizer[160];
   std::snprintf(optimizer, sizeof optimizer,
-                ";tokens=%lld;beta1=%.17g;beta2=%.17g;eps=%.17g;wd=%.17g;"
-                "clip=%.17g",
+                ";tokens=%lld;beta1=%.15g;beta2=%.15g;eps=%.15g;wd=%.15g;"
+                "clip=%.15g",
                 static_cast<long long>(spec.tokensPerStep()), t.beta1, t.beta2,
                 t.adamEps, t.weightDecay, t.gradClip);
   return modelFingerprint(spec) + optimizer;

@@ -58,6 +58,18 @@ double secondsSince(std::chrono::steady_clock::time_point began) {
       .count();
 }
 
+/// Refuses artifacts compiled from a spec other than `spec`.
+void checkCompiledFrom(const std::filesystem::path &dir,
+                       const drc::ModelSpec &spec) {
+  std::string compiled = drc::loadCudaManifest(dir).spec;
+  if (compiled != drc::programFingerprint(spec))
+    throw drc::InputError(
+        (dir / "manifest.json").string() + " was compiled from a spec with " +
+        compiled + ", but " + spec.path + " gives " +
+        drc::programFingerprint(spec) + "; compile it again with drc-compile " +
+        spec.path + " --target=cuda -o " + dir.string());
+}
+
 Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
                       const std::filesystem::path &runDir) {
   Program p;
@@ -85,11 +97,13 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
 #endif
   auto began = std::chrono::steady_clock::now();
   if (device == "cuda") {
-    // The driver first: no GPU is found before minutes of compiling.
-    p.driver = std::make_unique<drc::CudaDriver>();
-    p.target = p.driver->deviceDescription();
     std::filesystem::path dir =
         artifacts ? std::filesystem::path(*artifacts) : runDir / "cuda";
+    if (artifacts)
+      checkCompiledFrom(dir, spec);
+    // The driver before compiling: no GPU is found after minutes of work.
+    p.driver = std::make_unique<drc::CudaDriver>();
+    p.target = p.driver->deviceDescription();
 #ifdef DRC_WITH_COMPILER
     if (!artifacts) {
       std::fprintf(stderr, "drc-train: compiling %s for %s into %s\n",
@@ -102,13 +116,6 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
     }
 #endif
     auto program = std::make_unique<drc::CudaProgram>(*p.driver, dir);
-    if (program->specFingerprint() != drc::programFingerprint(spec))
-      throw drc::InputError((dir / "manifest.json").string() +
-                            " was compiled from a spec with " +
-                            program->specFingerprint() + ", but " + spec.path +
-                            " gives " + drc::programFingerprint(spec) +
-                            "; compile it again with drc-compile " + spec.path +
-                            " --target=cuda -o " + dir.string());
     std::fprintf(stderr, "drc-train: loaded %s onto %s in %.1f s\n",
                  dir.c_str(), p.target.c_str(), secondsSince(began));
     p.model = std::move(program);

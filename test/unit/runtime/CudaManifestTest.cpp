@@ -22,7 +22,8 @@ std::string manifest(
   "memref_abi": "descriptor",
   "functions": {"f": {
     "arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [2, 2], "dtype": "i32"}],
-    "buffers": [{"buffer": 2, "bytes": 48}, {"buffer": 3, "bytes": 8, "f32": [1.5, -2]}],
+    "arena_bytes": 304,
+    "buffers": [{"buffer": 2, "bytes": 48, "offset": 256}, {"buffer": 3, "bytes": 8, "f32": [1.5, -2]}],
     "launches": [{"kernel": "f_kernel", "grid": [4, 2, 1], "block": [128, 1, 1],
       "operands": [)j" +
          operand + R"j(, {"i64": 7}, {"f32": 0.5}, {"i32": -3}]}]}},
@@ -47,6 +48,8 @@ TEST_CASE("a CUDA manifest reads into functions, buffers and launches",
   REQUIRE(f.buffers.size() == 2);
   CHECK(f.buffers[0].bytes == 48);
   CHECK(f.buffers[0].values.empty());
+  CHECK(f.buffers[0].offset == 256);
+  CHECK(f.arenaBytes == 304);
   CHECK(f.buffers[1].values == std::vector<float>{1.5f, -2.0f});
   REQUIRE(f.launches.size() == 1);
   const drc::CudaLaunch &l = f.launches[0];
@@ -103,6 +106,11 @@ TEST_CASE("a CUDA manifest's mistakes are errors naming the file", "[cuda]") {
       error(manifest(
           R"j({"buffer": 9, "dtype": "f32", "offset": 0, "sizes": [1], "strides": [1]})j")),
       Catch::Matchers::Contains("operand buffer 9 does not exist"));
+  std::string outside = manifest();
+  outside.replace(outside.find("304"), 3, "300");
+  CHECK_THAT(error(outside),
+             Catch::Matchers::Contains(
+                 "scratch buffer 2 lies outside the arena (arena_bytes 300)"));
   CHECK_THAT(error(manifest(R"j({"f16": 1})j")),
              Catch::Matchers::Contains("unknown type 'f16'"));
   CHECK_THAT(

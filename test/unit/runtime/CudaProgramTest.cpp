@@ -85,7 +85,8 @@ std::string manifest() {
   "memref_abi": "descriptor", "functions": {
   "loss": {"arguments": [{"shape": [8], "dtype": "f32"}, {"shape": [4], "dtype": "i32"},
                          {"shape": [4], "dtype": "i32"}, {"shape": [1], "dtype": "f32"}],
-           "buffers": [{"buffer": 4, "bytes": 16}, {"buffer": 5, "bytes": 8, "f32": [1.5, 2]}],
+           "arena_bytes": 16,
+           "buffers": [{"buffer": 4, "bytes": 16, "offset": 0}, {"buffer": 5, "bytes": 8, "f32": [1.5, 2]}],
            "launches": [{"kernel": "loss_a", "grid": [2, 1, 1], "block": [4, 1, 1], "operands": [)j" +
          view(0) + ", " + view(5) + R"j(]},
                         {"kernel": "loss_b", "grid": [1, 1, 1], "block": [1, 1, 1], "operands": [)j" +
@@ -95,7 +96,7 @@ std::string manifest() {
                                {"shape": [4], "dtype": "i32"}, {"shape": [4], "dtype": "i32"},
                                {"shape": [], "dtype": "f32"}, {"shape": [], "dtype": "f32"},
                                {"shape": [2], "dtype": "f32"}],
-           "buffers": [],
+           "arena_bytes": 0, "buffers": [],
            "launches": [{"kernel": "step", "grid": [1, 1, 1], "block": [8, 1, 1], "operands": [)j" +
          view(0) + ", " + view(8) + R"j(]}]}},
   "parameters": "param w shape=8 offset=0 init=zeros decay=1\n"})j";
@@ -114,11 +115,11 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     CHECK(program.tokensPerCall() == 4);
     CHECK_FALSE(program.hasNextTwoHead());
     CHECK(program.parameters().numElements() == 16); // padded to 16 floats
-    // loss: 4 arguments + 2 buffers; train_step: 9 arguments, the
-    // parameters shared with loss.
+    // loss: 4 arguments and a constant; train_step: 9 arguments, the
+    // parameters shared with loss; the scratch arena last.
     REQUIRE(device.memory.size() == 14);
     // The constant is on the device before any call.
-    uint64_t constant = 0x10000 * 6;
+    uint64_t constant = 0x10000 * 5, arena = 0x10000 * 14;
     CHECK(device.floats(constant)[1] == 2.0f);
 
     float params[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -130,7 +131,7 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     // Kernel parameters: base, base, offset, size, stride of each view.
     CHECK(device.params[0][0] == 0x10000);
     CHECK(device.params[0][5] == constant);
-    CHECK(device.params[1][0] == 0x50000);
+    CHECK(device.params[1][0] == arena); // the scratch buffer, at offset 0
     CHECK(device.params[1][5] == lossOut);
     CHECK(device.floats(0x10000)[7] == 8.0f);
     CHECK(std::memcmp(device.memory.at(0x20000).data(), tokens, 16) == 0);
@@ -139,12 +140,12 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     // buffers stay on the device.
     float grads[8] = {}, m[8] = {}, v[8] = {};
     drc::TrainingBuffers buffers{params, grads, m, v};
-    uint64_t stepOut = 0x10000 * 14;
+    uint64_t stepOut = 0x10000 * 13;
     device.onSynchronize = [&] {
-      CHECK(device.floats(0x10000 * 12)[0] == 0.5f); // lr
-      CHECK(device.floats(0x10000 * 13)[0] == 3.0f); // step
+      CHECK(device.floats(0x10000 * 11)[0] == 0.5f); // lr
+      CHECK(device.floats(0x10000 * 12)[0] == 3.0f); // step
       device.floats(0x10000)[0] -= 1;                // the update
-      device.floats(0x10000 * 7)[2] = 4;             // a gradient
+      device.floats(0x10000 * 6)[2] = 4;             // a gradient
       device.floats(stepOut)[0] = 2.5f;
       device.floats(stepOut)[1] = 0.75f;
     };
@@ -181,7 +182,7 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     device.onSynchronize = [&] { CHECK(device.floats(0x10000)[0] == before); };
     program.trainStep(buffers, tokens, targets, 0.5f, 4);
   }
-  CHECK(device.freed == 14); // the parameters are shared
+  CHECK(device.freed == 14); // the parameters are shared, freed once
 }
 
 TEST_CASE("a GPU program needs both entry points", "[cuda]") {

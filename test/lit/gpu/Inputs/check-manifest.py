@@ -1,6 +1,8 @@
 """Checks a drc-compile --target=cuda directory's manifest against its PTX:
 every launched kernel is an .entry, every operand view lies inside its
-buffer, and the parameters tile the flat buffer in order."""
+buffer, scratch buffers lie in the arena and two of them share bytes only
+when no launch between their first and last uses needs both, and the
+parameters tile the flat buffer in order."""
 import json
 import re
 import sys
@@ -10,18 +12,24 @@ manifest = json.load(open(f"{directory}/manifest.json"))
 ptx = open(f"{directory}/{manifest['ptx']}").read()
 entries = set(re.findall(r"^\.visible \.entry (\w+)\(", ptx, re.M))
 print("format", manifest["format"], "chip", manifest["chip"], "ptx", manifest["ptx"])
-SIZES = {"f32": 4, "i32": 4, "i64": 8, "f64": 8}
+SIZES = {"f32": 4, "i32": 4, "i64": 8, "f64": 8, "i8": 1}
 
 for name, function in manifest["functions"].items():
-    elements = {}
+    size = {}  # bytes of each buffer
     for i, argument in enumerate(function["arguments"]):
         count = 1
         for d in argument["shape"]:
             count *= d
-        elements[i] = count
+        size[i] = count * SIZES[argument["dtype"]]
+    arena = {}  # scratch buffer -> (offset, bytes)
     for buffer in function["buffers"]:
-        elements[buffer["buffer"]] = buffer["bytes"] // 4
-    for launch in function["launches"]:
+        size[buffer["buffer"]] = buffer["bytes"]
+        if "f32" not in buffer:
+            arena[buffer["buffer"]] = (buffer["offset"], buffer["bytes"])
+            assert 0 <= buffer["offset"] and buffer["offset"] + buffer["bytes"] <= \
+                function["arena_bytes"], (name, buffer)
+    uses = {}  # scratch buffer -> [first launch, last launch]
+    for at, launch in enumerate(function["launches"]):
         assert launch["kernel"] in entries, launch["kernel"]
         assert all(g >= 1 for g in launch["grid"] + launch["block"]), launch
         for operand in launch["operands"]:
@@ -29,11 +37,21 @@ for name, function in manifest["functions"].items():
                 continue
             last = operand["offset"] + sum(
                 (s - 1) * t for s, t in zip(operand["sizes"], operand["strides"]))
-            assert 0 <= operand["offset"] and last < elements[operand["buffer"]], (
+            assert 0 <= operand["offset"] and \
+                (last + 1) * SIZES[operand["dtype"]] <= size[operand["buffer"]], (
                 name, launch["kernel"], operand)
+            if operand["buffer"] in arena:
+                uses.setdefault(operand["buffer"], [at, at])[1] = at
+    live = sorted(uses.items(), key=lambda u: u[1][0])
+    for i, (a, (a0, a1)) in enumerate(live):
+        for b, (b0, b1) in live[i + 1:]:
+            if b0 > a1:
+                break
+            (ao, an), (bo, bn) = arena[a], arena[b]
+            assert ao + an <= bo or bo + bn <= ao, (name, "arena overlap", a, b)
     print(f"{name}: {len(function['arguments'])} arguments "
           f"{len(function['launches'])} launches, every kernel defined, "
-          "every operand in bounds")
+          "every operand in bounds, scratch buffers in use never overlap")
 
 # The parameter table in ParameterTable::toText's form, one line each:
 # "param NAME shape=AxB offset=N init=... decay=0|1".

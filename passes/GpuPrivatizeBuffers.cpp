@@ -1,0 +1,98 @@
+//===- GpuPrivatizeBuffers.cpp - Kernel temporaries as host buffers ------===//
+#include "passes/Passes.h"
+
+namespace mlir::drc {
+#define GEN_PASS_DEF_GPUPRIVATIZEBUFFERS
+#include "passes/Passes.h.inc"
+} // namespace mlir::drc
+
+using namespace mlir;
+
+namespace {
+
+/// Iterations of `loop` (constant bounds), or nothing.
+std::optional<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
+  SmallVector<int64_t> trips;
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return std::nullopt;
+    trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
+  }
+  return trips;
+}
+
+/// Bytes of a static buffer, rounded up to 64 so every slice is aligned.
+int64_t sliceBytes(MemRefType type) {
+  int64_t bytes =
+      type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
+  return (bytes + 63) / 64 * 64;
+}
+
+struct GpuPrivatizeBuffersPass
+    : mlir::drc::impl::GpuPrivatizeBuffersBase<GpuPrivatizeBuffersPass> {
+  void runOnOperation() override {
+    for (auto loop : getOperation().getBody().getOps<scf::ParallelOp>())
+      privatize(loop);
+  }
+
+  void privatize(scf::ParallelOp loop) {
+    SmallVector<memref::AllocOp> allocs;
+    loop.getBody()->walk([&](memref::AllocOp alloc) {
+      MemRefType type = alloc.getType();
+      if (type.hasStaticShape() && type.getLayout().isIdentity() &&
+          type.getElementType().isIntOrFloat())
+        allocs.push_back(alloc);
+    });
+    std::optional<SmallVector<int64_t>> trips = tripCounts(loop);
+    if (allocs.empty() || !trips)
+      return;
+    int64_t iterations = 1;
+    for (int64_t n : *trips)
+      iterations *= n;
+
+    // One byte buffer per temporary, a slice per iteration, on the host's
+    // level; freed after the loop.
+    OpBuilder host(loop);
+    Location loc = loop.getLoc();
+    // This iteration's number: the induction variables in row-major order.
+    OpBuilder body = OpBuilder::atBlockBegin(loop.getBody());
+    Value linear;
+    for (auto [d, iv] : llvm::enumerate(loop.getInductionVars())) {
+      Value i = arith::SubIOp::create(body, loc, iv, loop.getLowerBound()[d]);
+      i = arith::DivUIOp::create(body, loc, i, loop.getStep()[d]);
+      linear = linear
+                   ? arith::AddIOp::create(
+                         body, loc,
+                         arith::MulIOp::create(body, loc, linear,
+                                               arith::ConstantIndexOp::create(
+                                                   body, loc, (*trips)[d])),
+                         i)
+                   : i;
+    }
+    for (memref::AllocOp alloc : allocs) {
+      int64_t bytes = sliceBytes(alloc.getType());
+      auto bufferType =
+          MemRefType::get({iterations * bytes}, host.getIntegerType(8));
+      Value buffer = memref::AllocOp::create(host, loc, bufferType);
+      OpBuilder after(loop->getBlock(), std::next(loop->getIterator()));
+      memref::DeallocOp::create(after, loc, buffer);
+
+      OpBuilder at(alloc);
+      Value shift = arith::MulIOp::create(
+          at, loc, linear, arith::ConstantIndexOp::create(at, loc, bytes));
+      Value slice = memref::ViewOp::create(at, loc, alloc.getType(), buffer,
+                                           shift, ValueRange{});
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      alloc.replaceAllUsesWith(slice);
+      alloc.erase();
+    }
+  }
+};
+
+} // namespace
