@@ -340,9 +340,10 @@ private:
 } // namespace
 
 mlir::drc::TrainPipelineOptions
-mlir::drc::gpuTileOptions(TrainPipelineOptions train) {
+mlir::drc::gpuTrainOptions(TrainPipelineOptions train) {
   if (train.fuseTileTokens == 0)
     train.fuseTileTokens = 1;
+  train.denseEmbeddingGrad = true;
   return train;
 }
 
@@ -371,7 +372,7 @@ FailureOr<mlir::drc::CudaArtifacts>
 mlir::drc::compileForCuda(ModuleOp module,
                           const TrainPipelineOptions &trainOptions,
                           const CudaOptions &options) {
-  TrainPipelineOptions train = gpuTileOptions(trainOptions);
+  TrainPipelineOptions train = gpuTrainOptions(trainOptions);
   std::string libdevice = findLibdevice(options);
   if (libdevice.empty())
     return module.emitError(

@@ -43,9 +43,10 @@ struct CudaArtifacts {
   ::drc::JsonValue manifest; ///< with "ptx": the file name to give the PTX
 };
 
-/// `train` with one token per fused tile: each GPU thread runs one token's
-/// residual work, and its temporaries fit on its stack.
-TrainPipelineOptions gpuTileOptions(TrainPipelineOptions train);
+/// `train` with the GPU's choices: one token per fused tile (each thread
+/// runs one token's residual work, and its temporaries fit on its stack)
+/// and the dense embedding gradient (no serial scatter).
+TrainPipelineOptions gpuTrainOptions(TrainPipelineOptions train);
 
 /// The first half of the GPU pipeline: bufferization, then every linalg op
 /// as parallel loops and the host's serial work as one-iteration parallel

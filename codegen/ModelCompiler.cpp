@@ -138,7 +138,7 @@ mlir::drc::compileForHost(ModuleOp module,
                           const TrainPipelineOptions &options) {
   // Through the GPU's loop form, with the GPU's tiles (gpuLoops: a test).
   TrainPipelineOptions train =
-      options.gpuLoops ? gpuTileOptions(options) : options;
+      options.gpuLoops ? gpuTrainOptions(options) : options;
   MLIRContext *context = module.getContext();
   PassManager pm(context);
   buildTrainStepPipeline(pm, train);

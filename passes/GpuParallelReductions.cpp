@@ -44,33 +44,70 @@ int64_t partialsFor(int64_t n) {
   return p >= 8 ? p : 1;
 }
 
-/// A full sum on buffers: one reduction dimension of static size, inputs
-/// read along it (or 0-d), a 0-d output, and a body whose yield is
-/// `arith.addf(value, out)` with `out` used nowhere else.
-bool isSplittableSum(linalg::GenericOp op, int64_t &n) {
-  if (!op.hasPureBufferSemantics() || op.getNumLoops() != 1 ||
-      op.getNumDpsInits() != 1 ||
-      op.getIteratorTypesArray()[0] != IteratorType::reduction)
+/// A full sum on buffers: every dimension a reduction of static size,
+/// inputs read along all of them (or 0-d), a 0-d output, and a body that
+/// does not use indices and yields `arith.addf(value, out)` with `out`
+/// used nowhere else.
+bool isFullSum(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() == 0 || op.getNumReductionLoops() != op.getNumLoops() ||
+      ShapedType::isDynamicShape(op.getStaticLoopRanges()))
     return false;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ranges.empty() || ShapedType::isDynamic(ranges[0]))
-    return false;
-  n = ranges[0];
   MLIRContext *context = op.getContext();
-  AffineMap along = AffineMap::getMultiDimIdentityMap(1, context);
-  AffineMap scalar = AffineMap::get(1, 0, context);
+  unsigned rank = op.getNumLoops();
+  AffineMap along = AffineMap::getMultiDimIdentityMap(rank, context);
+  AffineMap scalar = AffineMap::get(rank, 0, context);
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
     if (map != along && map != scalar)
       return false;
   }
-  if (op.getMatchingIndexingMap(op.getDpsInitOperand(0)) != scalar)
+  if (op.getMatchingIndexingMap(op.getDpsInitOperand(0)) != scalar ||
+      !op.getRegion().getOps<linalg::IndexOp>().empty())
     return false;
   Block &body = op.getRegion().front();
   BlockArgument out = body.getArguments().back();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
+}
+
+/// A full sum over several dimensions as one over a single dimension, its
+/// inputs collapsed (when their layouts allow); nothing otherwise.
+std::optional<linalg::GenericOp> flatten(linalg::GenericOp op,
+                                         RewriterBase &rewriter) {
+  if (op.getNumLoops() == 1)
+    return op;
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  ReassociationIndices all;
+  for (unsigned d = 0; d < op.getNumLoops(); ++d)
+    all.push_back(int64_t(d));
+  SmallVector<ReassociationIndices> reassociation{all};
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = cast<MemRefType>(input->get().getType());
+    if (type.getRank() == 0) {
+      inputs.push_back(input->get());
+      maps.push_back(AffineMap::get(1, 0, context));
+      continue;
+    }
+    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, reassociation))
+      return std::nullopt;
+    inputs.push_back(memref::CollapseShapeOp::create(
+        rewriter, loc, input->get(), reassociation));
+    maps.push_back(AffineMap::getMultiDimIdentityMap(1, context));
+  }
+  maps.push_back(AffineMap::get(1, 0, context));
+  auto flat = linalg::GenericOp::create(
+      rewriter, loc, inputs, ValueRange{op.getDpsInitOperand(0)->get()}, maps,
+      {IteratorType::reduction});
+  rewriter.cloneRegionBefore(op.getRegion(), flat.getRegion(),
+                             flat.getRegion().end());
+  rewriter.eraseOp(op);
+  return flat;
 }
 
 /// sum_i f(x_i) into out, as partial[p] = sum_j f(x[j * P + p]) (thread p
@@ -158,12 +195,13 @@ struct GpuParallelReductionsPass
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics) {
-      int64_t n = 0;
       // Only on the host's level: a kernel cannot allocate the partials.
-      if (op->getParentOp() == getOperation() && isSplittableSum(op, n))
-        splitSum(op, n, rewriter);
-      else
-        parallelFirst(op, rewriter);
+      if (op->getParentOp() == getOperation() && isFullSum(op))
+        if (std::optional<linalg::GenericOp> flat = flatten(op, rewriter)) {
+          splitSum(*flat, flat->getStaticLoopRanges()[0], rewriter);
+          continue;
+        }
+      parallelFirst(op, rewriter);
     }
   }
 };

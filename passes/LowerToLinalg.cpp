@@ -790,6 +790,24 @@ Value lowerEmbedGrad(KernelBuilder &k, EmbedGradOp op) {
   return loop.getResult(0);
 }
 
+/// The embedding gradient as a dense contraction: table[v, c] = sum over
+/// tokens t of [token t is v] * dy[t, c]. O(V N d) against the scatter's
+/// O(N d), but parallel over the whole table with no write conflicts: what
+/// a GPU wants for a small vocabulary.
+Value lowerEmbedGradDense(KernelBuilder &k, EmbedGradOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  return k.generic1(
+      {op.getTokens(), op.getResultGrad()}, k.filled(type.getShape(), 0.0),
+      {k.map(3, {2}), k.map(3, {2, 1}), k.map(3, {0, 1})}, {kPar, kPar, kRed},
+      [&](Scalar &s, ValueRange a) {
+        Value token =
+            arith::IndexCastOp::create(s.b, s.loc, s.b.getIndexType(), a[0]);
+        Value mine = arith::CmpIOp::create(s.b, s.loc, arith::CmpIPredicate::eq,
+                                           token, s.index(0));
+        k.yield(s, s.add(a[2], s.select(mine, a[1], s.c(0.0))));
+      });
+}
+
 /// Row max and row sum of exp(x - max) of logits [N, V].
 std::pair<Value, Value> softmaxStats(KernelBuilder &k, Value logits) {
   auto shape = cast<RankedTensorType>(logits.getType()).getShape();
@@ -1305,7 +1323,8 @@ SmallVector<Value> lowerDepthAttentionGrad(KernelBuilder &k,
 //===----------------------------------------------------------------------===//
 
 /// Replaces `op` by its lowering; returns false for ops left to other passes.
-FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
+FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
+                         bool denseEmbeddingGrad) {
   rewriter.setInsertionPoint(op);
   Type element;
   for (Value v : llvm::concat<Value>(op->getResults(), op->getOperands()))
@@ -1347,7 +1366,10 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter) {
       .Case([&](SiluMulOp o) { results = {lowerSiluMul(k, o)}; })
       .Case([&](SiluMulGradOp o) { results = lowerSiluMulGrad(k, o); })
       .Case([&](EmbedOp o) { results = {lowerEmbed(k, o)}; })
-      .Case([&](EmbedGradOp o) { results = {lowerEmbedGrad(k, o)}; })
+      .Case([&](EmbedGradOp o) {
+        results = {denseEmbeddingGrad ? lowerEmbedGradDense(k, o)
+                                      : lowerEmbedGrad(k, o)};
+      })
       .Case([&](CrossEntropyOp o) { results = {lowerCrossEntropy(k, o)}; })
       .Case([&](CrossEntropyGradOp o) {
         results = {lowerCrossEntropyGrad(k, o)};
@@ -1433,6 +1455,8 @@ void lowerFused(IRRewriter &rewriter, FusedOp op) {
 
 struct LowerToLinalgPass
     : mlir::drc::impl::LowerToLinalgBase<LowerToLinalgPass> {
+  using LowerToLinalgBase::LowerToLinalgBase;
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> ops;
@@ -1449,7 +1473,7 @@ struct LowerToLinalgPass
         lowerFused(rewriter, fused);
         continue;
       }
-      FailureOr<bool> lowered = lowerOne(op, rewriter);
+      FailureOr<bool> lowered = lowerOne(op, rewriter, denseEmbeddingGrad);
       if (failed(lowered))
         return signalPassFailure();
       if (!*lowered && !isa<ParamOp, ParamRefOp, GradStoreOp, AdamWOp>(op)) {

@@ -35,6 +35,8 @@ struct TrainPipelineOptions {
   bool fuseTokenLocal = true;
   /// Tokens per fused tile (0: drc-fuse-token-local picks).
   int64_t fuseTileTokens = 0;
+  /// drc-lower-to-linalg's dense-embedding-grad (the GPU's choice).
+  bool denseEmbeddingGrad = false;
   /// Build train_step from @loss (off: a forward-only module, the probes').
   bool differentiate = true;
   /// CPU code through the GPU kernels' loop form instead of the CPU's

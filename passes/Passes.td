@@ -85,6 +85,12 @@ def LowerToLinalg : Pass<"drc-lower-to-linalg", "::mlir::ModuleOp"> {
     tensor ops on tensors, for any float element type. Parameter state ops
     (param_ref, grad_store, adamw) are left for drc-bind-buffers.
   }];
+  let options = [
+    Option<"denseEmbeddingGrad", "dense-embedding-grad", "bool", "false",
+           "The embedding gradient as a contraction with the tokens' one-hot "
+           "rows, parallel over the table (for GPUs), not a serial "
+           "scatter-add over tokens">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
@@ -190,9 +196,10 @@ def GpuParallelReductions
     leading parallel dimensions only, so this pass, on buffers before it:
     - moves every linalg.generic's parallel dimensions before its
       reductions (a column sum over tokens becomes one thread per column);
-    - splits a full sum at the function's top level (one reduction
-      dimension of static size n, a 0-d output, a body yielding
-      `arith.addf(value, out)`): into P partial sums over a scratch buffer,
+    - splits a full sum at the function's top level (reductions of static
+      sizes, n elements in all, read along every dimension, a 0-d output,
+      a body yielding `arith.addf(value, out)`; several dimensions are
+      collapsed into one first): into P partial sums over a scratch buffer,
       partial[p] = sum_j f(x[j * P + p]), so that neighbouring threads read
       neighbouring elements, then out += sum_p partial[p], split again while
       it is large. P is the largest power of two up to 65536 with at least

@@ -32,7 +32,9 @@ void mlir::drc::buildLowerToLinalgPipeline(
     fuse.tileTokens = options.fuseTileTokens;
     pm.addPass(createFuseTokenLocal(fuse));
   }
-  pm.addPass(createLowerToLinalg());
+  LowerToLinalgOptions lower;
+  lower.denseEmbeddingGrad = options.denseEmbeddingGrad;
+  pm.addPass(createLowerToLinalg(lower));
   pm.addPass(createBindBuffers());
   // No CSE here: merging the zero-filled accumulators of two reductions
   // would make bufferization copy one of them.

@@ -48,6 +48,23 @@ func.func @uneven(%x: memref<1000xf32>, %out: memref<f32>) {
   return
 }
 
+// A sum over tokens and streams (an HC coefficient's gradient) is collapsed
+// to one dimension first: 2048 x 4 x 4 = 32768 elements, 1024 partials.
+// CHECK-LABEL: func.func @three_dims
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : memref<2048x4x4xf32> into memref<32768xf32>
+// CHECK: memref.alloc() : memref<1024xf32>
+// CHECK: memref.expand_shape %[[FLAT]] {{\[\[}}0, 1]] output_shape [32, 1024]
+func.func @three_dims(%x: memref<2048x4x4xf32>, %out: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(t, i, j) -> (t, i, j)>, affine_map<(t, i, j) -> ()>],
+                  iterator_types = ["reduction", "reduction", "reduction"]}
+      ins(%x : memref<2048x4x4xf32>) outs(%out : memref<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
 // A maximum is not a sum: left alone. So is a sum too short to split.
 // CHECK-LABEL: func.func @not_sums
 // CHECK-NOT: memref.alloc
