@@ -1,4 +1,5 @@
 //===- GpuMapThreads.cpp - Parallel loop nests as thread blocks ----------===//
+#include "passes/GpuLoops.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
@@ -32,8 +33,7 @@ void mapTo(scf::ParallelOp loop, ArrayRef<gpu::Processor> processors) {
 }
 
 /// A top-level loop nest split into blocks of threads.
-struct ThreadTiling {
-  SmallVector<int64_t> lower, steps, trips; ///< per original dimension
+struct ThreadTiling : mlir::drc::ConstantBounds {
   int64_t x = -1, y = -1; ///< the dimensions on threads (y: none if -1)
   int64_t threadsX = 1, threadsY = 1;
 
@@ -44,23 +44,6 @@ struct ThreadTiling {
     return trips[x] % threadsX != 0 || (y >= 0 && trips[y] % threadsY != 0);
   }
 };
-
-/// Constant bounds of `loop`, or nothing.
-std::optional<ThreadTiling> constantBounds(scf::ParallelOp loop) {
-  ThreadTiling t;
-  for (auto [lb, ub, step] :
-       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> l = getConstantIntValue(lb),
-                           u = getConstantIntValue(ub),
-                           s = getConstantIntValue(step);
-    if (!l || !u || !s || *s <= 0)
-      return std::nullopt;
-    t.lower.push_back(*l);
-    t.steps.push_back(*s);
-    t.trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
-  }
-  return t;
-}
 
 /// `loop` (no reductions) as a nest of scf.for loops.
 void serialize(scf::ParallelOp loop) {
@@ -88,8 +71,9 @@ struct GpuMapThreadsPass
     }
     for (auto loop : llvm::make_early_inc_range(
              getOperation().getBody().getOps<scf::ParallelOp>()))
-      if (std::optional<ThreadTiling> t = constantBounds(loop))
-        rewrite(loop, plan(*t));
+      if (std::optional<mlir::drc::ConstantBounds> bounds =
+              mlir::drc::constantBounds(loop))
+        rewrite(loop, plan(ThreadTiling{*bounds}));
   }
 
   /// Threads along the innermost dimension, then the next one while the

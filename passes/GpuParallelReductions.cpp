@@ -72,6 +72,36 @@ bool isFullSum(linalg::GenericOp op) {
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
 }
 
+/// The same computation as full sum `op` over `rank` new loops with inputs
+/// reshaped by `reshape` (null: not possible) and indexed by `along`,
+/// 0-d inputs kept, writing `output` through `outMap`.
+std::optional<linalg::GenericOp>
+reshapedSum(linalg::GenericOp op, RewriterBase &rewriter, unsigned rank,
+            AffineMap along, AffineMap outMap, Value output,
+            ArrayRef<IteratorType> iterators,
+            function_ref<Value(Value)> reshape) {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    if (cast<MemRefType>(input->get().getType()).getRank() == 0) {
+      inputs.push_back(input->get());
+      maps.push_back(AffineMap::get(rank, 0, op.getContext()));
+      continue;
+    }
+    Value reshaped = reshape(input->get());
+    if (!reshaped)
+      return std::nullopt;
+    inputs.push_back(reshaped);
+    maps.push_back(along);
+  }
+  maps.push_back(outMap);
+  auto sum = linalg::GenericOp::create(rewriter, op.getLoc(), inputs,
+                                       ValueRange{output}, maps, iterators);
+  rewriter.cloneRegionBefore(op.getRegion(), sum.getRegion(),
+                             sum.getRegion().end());
+  return sum;
+}
+
 /// A full sum over several dimensions as one over a single dimension, its
 /// inputs collapsed (when their layouts allow); nothing otherwise.
 std::optional<linalg::GenericOp> flatten(linalg::GenericOp op,
@@ -85,28 +115,18 @@ std::optional<linalg::GenericOp> flatten(linalg::GenericOp op,
     all.push_back(int64_t(d));
   SmallVector<ReassociationIndices> reassociation{all};
   rewriter.setInsertionPoint(op);
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    auto type = cast<MemRefType>(input->get().getType());
-    if (type.getRank() == 0) {
-      inputs.push_back(input->get());
-      maps.push_back(AffineMap::get(1, 0, context));
-      continue;
-    }
-    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, reassociation))
-      return std::nullopt;
-    inputs.push_back(memref::CollapseShapeOp::create(
-        rewriter, loc, input->get(), reassociation));
-    maps.push_back(AffineMap::getMultiDimIdentityMap(1, context));
-  }
-  maps.push_back(AffineMap::get(1, 0, context));
-  auto flat = linalg::GenericOp::create(
-      rewriter, loc, inputs, ValueRange{op.getDpsInitOperand(0)->get()}, maps,
-      {IteratorType::reduction});
-  rewriter.cloneRegionBefore(op.getRegion(), flat.getRegion(),
-                             flat.getRegion().end());
-  rewriter.eraseOp(op);
+  std::optional<linalg::GenericOp> flat = reshapedSum(
+      op, rewriter, 1, AffineMap::getMultiDimIdentityMap(1, context),
+      AffineMap::get(1, 0, context), op.getDpsInitOperand(0)->get(),
+      {IteratorType::reduction}, [&](Value input) -> Value {
+        if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
+                cast<MemRefType>(input.getType()), reassociation))
+          return nullptr;
+        return memref::CollapseShapeOp::create(rewriter, loc, input,
+                                               reassociation);
+      });
+  if (flat)
+    rewriter.eraseOp(op);
   return flat;
 }
 
@@ -148,29 +168,14 @@ void splitSum(linalg::GenericOp op, int64_t n, RewriterBase &rewriter) {
   linalg::FillOp::create(rewriter, loc, zero, partial);
 
   // (j, p): inputs [n] viewed as [n / P, P].
-  AffineMap rows = AffineMap::getMultiDimIdentityMap(2, context);
-  AffineMap scalar = AffineMap::get(2, 0, context);
-  AffineMap column = AffineMap::get(2, 0, getAffineDimExpr(1, context));
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    auto type = cast<MemRefType>(input->get().getType());
-    if (type.getRank() == 0) {
-      inputs.push_back(input->get());
-      maps.push_back(scalar);
-      continue;
-    }
-    inputs.push_back(memref::ExpandShapeOp::create(
-        rewriter, loc, SmallVector<int64_t>{n / partials, partials},
-        input->get(), SmallVector<ReassociationIndices>{{0, 1}}));
-    maps.push_back(rows);
-  }
-  maps.push_back(column);
-  auto first = linalg::GenericOp::create(
-      rewriter, loc, inputs, ValueRange{partial}, maps,
-      {IteratorType::reduction, IteratorType::parallel});
-  rewriter.cloneRegionBefore(op.getRegion(), first.getRegion(),
-                             first.getRegion().end());
+  linalg::GenericOp first = *reshapedSum(
+      op, rewriter, 2, AffineMap::getMultiDimIdentityMap(2, context),
+      AffineMap::get(2, 0, getAffineDimExpr(1, context)), partial,
+      {IteratorType::reduction, IteratorType::parallel}, [&](Value input) {
+        return memref::ExpandShapeOp::create(
+            rewriter, loc, SmallVector<int64_t>{n / partials, partials}, input,
+            SmallVector<ReassociationIndices>{{0, 1}});
+      });
   Value out = op.getDpsInitOperand(0)->get();
   AffineMap along = AffineMap::getMultiDimIdentityMap(1, context);
   AffineMap outMap = AffineMap::get(1, 0, context);

@@ -1,4 +1,5 @@
 //===- GpuPrivatizeBuffers.cpp - Kernel temporaries as host buffers ------===//
+#include "passes/GpuLoops.h"
 #include "passes/Passes.h"
 
 namespace mlir::drc {
@@ -9,21 +10,6 @@ namespace mlir::drc {
 using namespace mlir;
 
 namespace {
-
-/// Iterations of `loop` (constant bounds), or nothing.
-std::optional<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
-  SmallVector<int64_t> trips;
-  for (auto [lb, ub, step] :
-       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> l = getConstantIntValue(lb),
-                           u = getConstantIntValue(ub),
-                           s = getConstantIntValue(step);
-    if (!l || !u || !s || *s <= 0)
-      return std::nullopt;
-    trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
-  }
-  return trips;
-}
 
 /// Bytes of a static buffer, rounded up to 64 so every slice is aligned.
 int64_t sliceBytes(MemRefType type) {
@@ -47,11 +33,13 @@ struct GpuPrivatizeBuffersPass
           type.getElementType().isIntOrFloat())
         allocs.push_back(alloc);
     });
-    std::optional<SmallVector<int64_t>> trips = tripCounts(loop);
-    if (allocs.empty() || !trips)
+    std::optional<mlir::drc::ConstantBounds> bounds =
+        mlir::drc::constantBounds(loop);
+    if (allocs.empty() || !bounds)
       return;
+    const SmallVector<int64_t> &trips = bounds->trips;
     int64_t iterations = 1;
-    for (int64_t n : *trips)
+    for (int64_t n : trips)
       iterations *= n;
 
     // One byte buffer per temporary, a slice per iteration, on the host's
@@ -64,14 +52,14 @@ struct GpuPrivatizeBuffersPass
     for (auto [d, iv] : llvm::enumerate(loop.getInductionVars())) {
       Value i = arith::SubIOp::create(body, loc, iv, loop.getLowerBound()[d]);
       i = arith::DivUIOp::create(body, loc, i, loop.getStep()[d]);
-      linear = linear
-                   ? arith::AddIOp::create(
-                         body, loc,
-                         arith::MulIOp::create(body, loc, linear,
-                                               arith::ConstantIndexOp::create(
-                                                   body, loc, (*trips)[d])),
-                         i)
-                   : i;
+      linear =
+          linear ? arith::AddIOp::create(
+                       body, loc,
+                       arith::MulIOp::create(
+                           body, loc, linear,
+                           arith::ConstantIndexOp::create(body, loc, trips[d])),
+                       i)
+                 : i;
     }
     for (memref::AllocOp alloc : allocs) {
       int64_t bytes = sliceBytes(alloc.getType());
