@@ -5,6 +5,7 @@
 #include "runtime/TomlFields.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace drc {
 
@@ -87,10 +88,19 @@ void CudaProgram::run(const std::string &name,
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i])
       device.copyToDevice(entry.buffers[i], inputs[i], entry.argumentBytes[i]);
-  for (size_t l = 0; l < function.launches.size(); ++l)
+  for (size_t l = 0; l < function.launches.size(); ++l) {
+    auto began = std::chrono::steady_clock::now();
     device.launch(entry.kernels[l], function.launches[l].grid.data(),
                   function.launches[l].block.data(),
                   entry.arguments[l].pointers());
+    if (profile) {
+      device.synchronize();
+      profile->record(function.launches[l].kernel,
+                      std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - began)
+                          .count());
+    }
+  }
   device.synchronize();
   for (auto [argument, host] : outputs)
     device.copyToHost(host, entry.buffers[argument],

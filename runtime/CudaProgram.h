@@ -16,6 +16,7 @@
 
 #include "runtime/CudaDriver.h"
 #include "runtime/CudaManifest.h"
+#include "runtime/KernelProfile.h"
 #include "runtime/ModelProgram.h"
 
 #include <map>
@@ -43,6 +44,8 @@ public:
   float loss(const float *params, const int32_t *inputs,
              const int32_t *targets) override;
   void syncTrainingBuffers(const TrainingBuffers &buffers) override;
+  /// Times every launch into `profile` (null: none), waiting for each.
+  void setProfile(KernelProfile *profile) { this->profile = profile; }
   bool hasNextTwoHead() const override { return lossOutputs > 1; }
   float losses(const float *params, const int32_t *inputs,
                const int32_t *targets, float &nextTwo) override;
@@ -64,6 +67,7 @@ private:
   /// The host buffers whose contents the device holds (after a train step
   /// with them); all null when the device holds none.
   TrainingBuffers resident;
+  KernelProfile *profile = nullptr;
 
   /// Copies `inputs` (one host pointer per argument, null: leave as is)
   /// in, runs every launch, waits, and copies the arguments named in

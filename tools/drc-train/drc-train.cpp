@@ -40,6 +40,9 @@ options:
   --artifacts DIR with --device cuda: run the PTX and manifest that
                   drc-compile SPEC --target=cuda -o DIR wrote, compiling
                   nothing (a drc built without the compiler needs this)
+  --profile       with --device cuda: time every kernel launch (waiting
+                  for each, so steps are slower) and print the 20 kernels
+                  that took longest, with their share of all kernel time
   --help          this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
@@ -48,7 +51,8 @@ exit status: 0 success, 1 failure while training (e.g. divergence),
 
 /// The compiled program to train, on the device the command line names.
 struct Program {
-  std::unique_ptr<drc::CudaDriver> driver; ///< --device cuda only
+  std::unique_ptr<drc::CudaDriver> driver;     ///< --device cuda only
+  std::unique_ptr<drc::KernelProfile> profile; ///< --profile only
   std::unique_ptr<drc::ModelProgram> model;
   std::string target;
 };
@@ -81,6 +85,9 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
   std::optional<std::string> artifacts = cl.value("artifacts");
   if (artifacts && device != "cuda")
     throw drc::UsageError("--artifacts is for --device cuda");
+  if (cl.flag("profile") && device != "cuda")
+    throw drc::UsageError("--profile times GPU kernels; use it with "
+                          "--device cuda");
   if (artifacts && cl.flag("no-fuse"))
     throw drc::UsageError("--no-fuse is a way to compile, and --artifacts "
                           "compiles nothing; compile with drc-compile "
@@ -116,6 +123,10 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
     }
 #endif
     auto program = std::make_unique<drc::CudaProgram>(*p.driver, dir);
+    if (cl.flag("profile")) {
+      p.profile = std::make_unique<drc::KernelProfile>();
+      program->setProfile(p.profile.get());
+    }
     std::fprintf(stderr, "drc-train: loaded %s onto %s in %.1f s\n",
                  dir.c_str(), p.target.c_str(), secondsSince(began));
     p.model = std::move(program);
@@ -138,7 +149,7 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
 int trainMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv,
                       {"data", "out", "steps", "seed", "device", "artifacts"},
-                      {"resume", "no-fuse", "help"});
+                      {"resume", "no-fuse", "profile", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
@@ -162,6 +173,11 @@ int trainMain(int argc, char **argv) {
                corpus.domains.size(), static_cast<long long>(options.steps),
                static_cast<long long>(spec.tokensPerStep()));
   drc::TrainSummary summary = drc::train(model, spec, corpus, options);
+  if (program.profile)
+    std::fprintf(stderr,
+                 "drc-train: kernel time, each launch waited for "
+                 "(training and evaluation):\n%s",
+                 program.profile->report(20).c_str());
   std::printf("final val_loss %.4f after %lld steps (%.0f tokens/s)\n",
               summary.final.loss, static_cast<long long>(summary.steps),
               summary.tokensPerSecond);

@@ -185,6 +185,26 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
   CHECK(device.freed == 14); // the parameters are shared, freed once
 }
 
+TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
+  drc::test::ScratchDirectory dir;
+  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
+  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  RecordingDevice device;
+  drc::CudaProgram program(device, dir.path());
+  drc::KernelProfile profile;
+  program.setProfile(&profile);
+  int synchronized = 0;
+  device.onSynchronize = [&] { ++synchronized; };
+  float params[8] = {};
+  int32_t tokens[4] = {}, targets[4] = {};
+  program.loss(params, tokens, targets);
+  CHECK(synchronized == 3); // after each of the two launches, and at the end
+  std::string report = profile.report(10);
+  CHECK_THAT(report, Catch::Matchers::Contains("loss_a "));
+  CHECK_THAT(report, Catch::Matchers::Contains("loss_b "));
+  CHECK_THAT(report, Catch::Matchers::Contains("(2 kernels)"));
+}
+
 TEST_CASE("a GPU program needs both entry points", "[cuda]") {
   drc::test::ScratchDirectory dir;
   std::string text = manifest();
