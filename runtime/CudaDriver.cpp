@@ -146,16 +146,16 @@ void CudaDriver::copyToHost(void *data, uint64_t address, size_t bytes) {
   api->check(api->cuMemcpyDtoH_v2(data, address, bytes), "cuMemcpyDtoH");
 }
 
-void *CudaDriver::loadModule(const std::string &ptx) {
+void *CudaDriver::loadModule(const std::string &image) {
   constexpr int kErrorLog = 5, kErrorLogBytes = 6; // CU_JIT_ERROR_LOG_*
   char log[8192] = {};
   int options[] = {kErrorLog, kErrorLogBytes};
   void *values[] = {log, reinterpret_cast<void *>(sizeof log)};
   void *module = nullptr;
   int result =
-      api->cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+      api->cuModuleLoadDataEx(&module, image.c_str(), 2, options, values);
   if (result != 0 && log[0])
-    throw Error(std::string("the CUDA driver rejected the PTX: ") + log);
+    throw Error(std::string("the CUDA driver rejected the module: ") + log);
   api->check(result, "cuModuleLoadDataEx");
   return module;
 }

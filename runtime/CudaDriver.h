@@ -26,8 +26,8 @@ public:
   virtual void copyToDevice(uint64_t address, const void *data,
                             size_t bytes) = 0;
   virtual void copyToHost(void *data, uint64_t address, size_t bytes) = 0;
-  /// Loads PTX text; returns a module handle.
-  virtual void *loadModule(const std::string &ptx) = 0;
+  /// Loads PTX text or a cubin image; returns a module handle.
+  virtual void *loadModule(const std::string &image) = 0;
   virtual void *function(void *module, const std::string &name) = 0;
   virtual void launch(void *function, const uint32_t grid[3],
                       const uint32_t block[3], void **parameters) = 0;
@@ -55,9 +55,9 @@ public:
   void copyToDevice(uint64_t address, const void *data, size_t bytes) override;
   void copyToHost(void *data, uint64_t address, size_t bytes) override;
 
-  /// PTX is JIT-compiled by the driver; one it rejects throws with the
-  /// driver's error log.
-  void *loadModule(const std::string &ptx) override;
+  /// PTX is JIT-compiled by the driver, a cubin loaded as it is; one it
+  /// rejects throws with the driver's error log.
+  void *loadModule(const std::string &image) override;
   void *function(void *module, const std::string &name) override;
   void launch(void *function, const uint32_t grid[3], const uint32_t block[3],
               void **parameters) override;

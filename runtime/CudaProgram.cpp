@@ -6,8 +6,30 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 namespace drc {
+
+/// The kernels of `ptx`: from the cubin beside it (ptxas's output, no JIT
+/// on the device) when there is one no older than the PTX and the driver
+/// takes it, else from the PTX.
+static void *loadKernels(CudaDevice &device, const std::filesystem::path &ptx) {
+  std::filesystem::path cubin = ptx;
+  cubin.replace_extension(".cubin");
+  std::error_code ec;
+  if (std::filesystem::exists(cubin, ec) &&
+      std::filesystem::last_write_time(cubin, ec) >=
+          std::filesystem::last_write_time(ptx, ec) &&
+      !ec) {
+    try {
+      return device.loadModule(readInputFile(cubin.string(), "cubin"));
+    } catch (const Error &e) {
+      std::fprintf(stderr, "drc: %s: %s; compiling the PTX instead\n",
+                   cubin.c_str(), e.what());
+    }
+  }
+  return device.loadModule(readInputFile(ptx.string(), "PTX module"));
+}
 
 CudaProgram::CudaProgram(CudaDevice &device,
                          const std::filesystem::path &artifacts)
@@ -30,8 +52,7 @@ CudaProgram::CudaProgram(CudaDevice &device,
     throw InputError((artifacts / "manifest.json").string() +
                      ": loss and train_step must take the same parameters");
 
-  void *module =
-      device.loadModule(readInputFile(manifest.ptx.string(), "PTX module"));
+  void *module = loadKernels(device, manifest.ptx);
   auto allocate = [&](size_t bytes) {
     allocations.push_back(device.allocate(bytes));
     return allocations.back();

@@ -8,11 +8,13 @@
 #include "runtime/CudaProgram.h"
 
 #include "runtime/AtomicFile.h"
+#include "runtime/Error.h"
 
 #include "InputErrorText.h"
 #include "ScratchDirectory.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -43,6 +45,8 @@ public:
     std::memcpy(data, memory.at(address).data(), bytes);
   }
   void *loadModule(const std::string &text) override {
+    if (text == "bad cubin")
+      throw drc::Error("the CUDA driver rejected the module: bad");
     ptx = text;
     return this;
   }
@@ -203,6 +207,37 @@ TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
   CHECK_THAT(report, Catch::Matchers::Contains("loss_a "));
   CHECK_THAT(report, Catch::Matchers::Contains("loss_b "));
   CHECK_THAT(report, Catch::Matchers::Contains("(2 kernels)"));
+}
+
+TEST_CASE("a GPU program loads the cubin beside its PTX when it can",
+          "[cuda]") {
+  drc::test::ScratchDirectory dir;
+  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
+  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  drc::writeFileAtomically((dir / "kernels.cubin").string(), "ELF cubin");
+  {
+    RecordingDevice device;
+    drc::CudaProgram program(device, dir.path());
+    CHECK(device.ptx == "ELF cubin");
+  }
+  // One the driver rejects: the PTX instead.
+  drc::writeFileAtomically((dir / "kernels.cubin").string(), "bad cubin");
+  {
+    RecordingDevice device;
+    drc::CudaProgram program(device, dir.path());
+    CHECK(device.ptx == "// ptx\n");
+  }
+  // One older than the PTX is stale: the PTX.
+  drc::writeFileAtomically((dir / "kernels.cubin").string(), "ELF cubin");
+  std::filesystem::last_write_time(
+      dir / "kernels.cubin",
+      std::filesystem::last_write_time(dir / "kernels.ptx") -
+          std::chrono::hours(1));
+  {
+    RecordingDevice device;
+    drc::CudaProgram program(device, dir.path());
+    CHECK(device.ptx == "// ptx\n");
+  }
 }
 
 TEST_CASE("a GPU program needs both entry points", "[cuda]") {
