@@ -1,9 +1,7 @@
 //===- drc-compile.cpp - Compile a model spec to a chosen stage ----------===//
 #include "dialect/ModelImport.h"
 #include "passes/TokenLocalRegions.h"
-#include "runtime/AtomicFile.h"
 #include "runtime/CommandLine.h"
-#include "runtime/Json.h"
 #include "runtime/ShapeSolver.h"
 #include "tools/common/HostCompiler.h"
 #include "tools/common/ToolOutput.h"
@@ -14,7 +12,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
-#include <filesystem>
 
 namespace {
 

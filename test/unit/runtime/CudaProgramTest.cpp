@@ -106,12 +106,17 @@ std::string manifest() {
   "parameters": "param w shape=8 offset=0 init=zeros decay=1\n"})j";
 }
 
+/// The manifest above and a stand-in PTX file, in `dir`.
+void writeArtifacts(const drc::test::ScratchDirectory &dir) {
+  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
+  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+}
+
 } // namespace
 
 TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
   drc::test::ScratchDirectory dir;
-  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
-  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  writeArtifacts(dir);
   RecordingDevice device;
   {
     drc::CudaProgram program(device, dir.path());
@@ -191,8 +196,7 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
 
 TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
   drc::test::ScratchDirectory dir;
-  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
-  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  writeArtifacts(dir);
   RecordingDevice device;
   drc::CudaProgram program(device, dir.path());
   drc::KernelProfile profile;
@@ -212,8 +216,7 @@ TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
 TEST_CASE("a GPU program loads the cubin beside its PTX when it can",
           "[cuda]") {
   drc::test::ScratchDirectory dir;
-  drc::writeFileAtomically((dir / "manifest.json").string(), manifest());
-  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  writeArtifacts(dir);
   drc::writeFileAtomically((dir / "kernels.cubin").string(), "ELF cubin");
   {
     RecordingDevice device;
