@@ -145,6 +145,22 @@ def ApproximateMath : Pass<"drc-approximate-math", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Merge the elementwise linalg ops of a fused region's tile";
+  let description = [{
+    On linalg on tensors (after drc-lower-to-linalg): a generic whose
+    reduction loops all have extent 1 (a stream mix by a width-1 operand)
+    becomes elementwise; an elementwise generic whose init is a fill reads
+    the fill's value instead (0 + x is x), so the zeros are never written;
+    and inside a fused region's tile (an scf.forall body) an elementwise
+    producer with one use is merged into its consumer when the consumer
+    reads each of its elements once. Each merge removes a tile-sized
+    temporary and a pass over it. Kernels outside fused regions are not
+    merged: the unfused program stays the reference.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
+}
+
 def CopiesToLinalg : Pass<"drc-copies-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Turn memref.copy into linalg.copy, lowered to loops like any kernel";
   let description = [{

@@ -39,6 +39,7 @@ void mlir::drc::buildLowerToLinalgPipeline(
   // No CSE here: merging the zero-filled accumulators of two reductions
   // would make bufferization copy one of them.
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFuseTileElementwise());
 }
 
 void mlir::drc::registerPipelines() {

@@ -1,0 +1,114 @@
+// drc-fuse-tile-elementwise: a fused region's tile of HC's width connection
+// (streams + h ⊗ β) becomes one elementwise op; kernels outside a tile are
+// simplified but not merged.
+// RUN: drc-opt %s --drc-fuse-tile-elementwise | FileCheck %s
+
+#h = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#beta = affine_map<(d0, d1, d2, d3) -> (d3, d1)>
+#tile = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// The mix by β [1, 4] sums over one element: no fill, no reduction, and the
+// add of the streams is in the same loop nest.
+// CHECK-LABEL: func.func @width_connection
+// CHECK: scf.forall
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<16x4x256xf32>, tensor<16x1x256xf32>, tensor<1x4xf32>)
+// CHECK: %[[M:.*]] = arith.mulf
+// CHECK-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[M]]
+// CHECK-NEXT: linalg.yield %[[S]]
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall.in_parallel
+func.func @width_connection(%streams: tensor<64x4x256xf32>, %h: tensor<64x256xf32>,
+                            %beta: tensor<1x4xf32>) -> tensor<64x4x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x4x256xf32>
+  %r = scf.forall (%t) in (4) shared_outs(%o = %init) -> tensor<64x4x256xf32> {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %s = tensor.extract_slice %streams[%row, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %hs = tensor.extract_slice %h[%row, 0] [16, 256] [1, 1]
+        : tensor<64x256xf32> to tensor<16x256xf32>
+    %h3 = tensor.expand_shape %hs [[0], [1, 2]] output_shape [16, 1, 256]
+        : tensor<16x256xf32> into tensor<16x1x256xf32>
+    %e = tensor.empty() : tensor<16x4x256xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x4x256xf32>) -> tensor<16x4x256xf32>
+    %mix = linalg.generic {indexing_maps = [#h, #beta, #tile],
+                           iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%h3, %beta : tensor<16x1x256xf32>, tensor<1x4xf32>) outs(%z : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %p = arith.mulf %a, %b : f32
+      %q = arith.addf %acc, %p : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4x256xf32>
+    %e2 = tensor.empty() : tensor<16x4x256xf32>
+    %sum = linalg.generic {indexing_maps = [#id, #id, #id],
+                           iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%s, %mix : tensor<16x4x256xf32>, tensor<16x4x256xf32>) outs(%e2 : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %b: f32, %unused: f32):
+      %q = arith.addf %a, %b : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %sum into %o[%row, 0, 0] [16, 4, 256] [1, 1, 1]
+          : tensor<16x4x256xf32> into tensor<64x4x256xf32>
+    }
+  }
+  return %r : tensor<64x4x256xf32>
+}
+
+// Outside a tile the two kernels stay two (the unfused reference), though
+// the mix no longer writes zeros first. A producer read twice is not merged.
+// CHECK-LABEL: func.func @outside_a_tile
+// CHECK-NOT: linalg.fill
+// CHECK: %[[MIX:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[MIX]] :
+// CHECK: return
+func.func @outside_a_tile(%s: tensor<16x4x256xf32>, %h3: tensor<16x1x256xf32>,
+                          %beta: tensor<1x4xf32>) -> tensor<16x4x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x4x256xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x4x256xf32>) -> tensor<16x4x256xf32>
+  %mix = linalg.generic {indexing_maps = [#h, #beta, #tile],
+                         iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%h3, %beta : tensor<16x1x256xf32>, tensor<1x4xf32>) outs(%z : tensor<16x4x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %q = arith.addf %acc, %p : f32
+    linalg.yield %q : f32
+  } -> tensor<16x4x256xf32>
+  %e2 = tensor.empty() : tensor<16x4x256xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id],
+                         iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %mix : tensor<16x4x256xf32>, tensor<16x4x256xf32>) outs(%e2 : tensor<16x4x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %unused: f32):
+    %q = arith.addf %a, %b : f32
+    linalg.yield %q : f32
+  } -> tensor<16x4x256xf32>
+  return %sum : tensor<16x4x256xf32>
+}
+
+// A real reduction (four streams summed) keeps its zero fill.
+// CHECK-LABEL: func.func @stream_sum
+// CHECK: linalg.fill
+// CHECK: linalg.generic
+// CHECK-SAME: "reduction"
+#streams = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @stream_sum(%s: tensor<16x4x256xf32>) -> tensor<16x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x256xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %r = linalg.generic {indexing_maps = [#streams, #row],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%s : tensor<16x4x256xf32>) outs(%z : tensor<16x256xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %q = arith.addf %acc, %a : f32
+    linalg.yield %q : f32
+  } -> tensor<16x256xf32>
+  return %r : tensor<16x256xf32>
+}
