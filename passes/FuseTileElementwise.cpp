@@ -7,7 +7,8 @@
 // plus a "reduction" over one element. This pass makes such a mix
 // elementwise, lets it write its result instead of adding to zeros, and
 // merges single-use elementwise producers into their consumers inside the
-// tile, so a chain of them is one pass over the tile.
+// tile, so a chain of them is one pass over the tile. A kernel a tile
+// computes twice (the backward's recomputed forward values) is computed once.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -103,7 +104,47 @@ struct ReadFillValue : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
-/// Merge an elementwise producer into its only consumer when both are in
+/// A tile computing the same kernel twice (a backward region's recomputed
+/// forward value next to another use of it, e.g. a norm's sum of squares)
+/// keeps the first: same inputs, same body, and inits that are equal as far
+/// as the body can tell (fills of one value, or empty tensors).
+struct MergeRepeatedKernels : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<scf::ForallOp>(op->getParentOp()) || !op.hasPureTensorSemantics())
+      return failure();
+    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
+      if (auto earlier = dyn_cast<linalg::GenericOp>(prev);
+          earlier && sameKernel(earlier, op)) {
+        rewriter.replaceOp(op, earlier.getResults());
+        return success();
+      }
+    return failure();
+  }
+
+  static bool sameKernel(linalg::GenericOp a, linalg::GenericOp b) {
+    llvm::DenseMap<Value, Value> inside;
+    auto equal = [&](Value x, Value y) -> LogicalResult {
+      if (x == y || inside.lookup(x) == y)
+        return success();
+      if (x.getType() != y.getType())
+        return failure();
+      if (x.getDefiningOp<tensor::EmptyOp>() &&
+          y.getDefiningOp<tensor::EmptyOp>())
+        return success();
+      auto fx = x.getDefiningOp<linalg::FillOp>();
+      auto fy = y.getDefiningOp<linalg::FillOp>();
+      return success(fx && fy &&
+                     fx.getInputs().front() == fy.getInputs().front());
+    };
+    auto mark = [&](Value x, Value y) { inside[x] = y; };
+    return OperationEquivalence::isEquivalentTo(
+        a, b, equal, mark, OperationEquivalence::IgnoreLocations);
+  }
+};
+
+/// Merge an elementwise producer into its only user when both are in
 /// the same fused-region tile and the consumer reads each produced element
 /// once (its map for the operand is a permutation of its loops): nothing is
 /// computed twice, and kernels outside regions stay as they are (the
@@ -113,8 +154,7 @@ bool fusibleInTile(OpOperand *operand) {
   Operation *producer = operand->get().getDefiningOp();
   auto generic = dyn_cast<linalg::GenericOp>(consumer);
   return producer && generic && producer->getBlock() == consumer->getBlock() &&
-         isa<scf::ForallOp>(consumer->getParentOp()) &&
-         operand->get().hasOneUse() &&
+         isa<scf::ForallOp>(consumer->getParentOp()) && producer->hasOneUse() &&
          generic.getMatchingIndexingMap(operand).isPermutation();
 }
 
@@ -122,7 +162,8 @@ struct FuseTileElementwisePass
     : mlir::drc::impl::FuseTileElementwiseBase<FuseTileElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<UnitReductionToParallel, ReadFillValue>(&getContext());
+    patterns.add<UnitReductionToParallel, ReadFillValue, MergeRepeatedKernels>(
+        &getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, fusibleInTile);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

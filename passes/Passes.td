@@ -155,7 +155,9 @@ def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> 
     and inside a fused region's tile (an scf.forall body) an elementwise
     producer with one use is merged into its consumer when the consumer
     reads each of its elements once. Each merge removes a tile-sized
-    temporary and a pass over it. Kernels outside fused regions are not
+    temporary and a pass over it. A kernel a tile computes twice (same
+    inputs and body, inits filled alike: a backward region's recomputed
+    forward values) is computed once. Kernels outside fused regions are not
     merged: the unfused program stays the reference.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];

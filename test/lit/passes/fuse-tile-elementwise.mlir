@@ -112,3 +112,56 @@ func.func @stream_sum(%s: tensor<16x4x256xf32>) -> tensor<16x256xf32> {
   } -> tensor<16x256xf32>
   return %r : tensor<16x256xf32>
 }
+
+// A tile that sums the same squares twice (a backward region's recomputed
+// norm next to the norm's gradient) sums them once.
+// CHECK-LABEL: func.func @repeated_reduction
+// CHECK: scf.forall
+// CHECK: %[[SUM:.*]] = linalg.generic
+// CHECK-SAME: "reduction"
+// CHECK-NOT: "reduction"
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[SUM]] : tensor<16x4xf32>)
+// CHECK: arith.mulf %[[IN:.*]], %[[IN]]
+func.func @repeated_reduction(%s: tensor<64x4x256xf32>) -> tensor<64x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x4xf32>
+  %r = scf.forall (%t) in (4) shared_outs(%o = %init) -> tensor<64x4xf32> {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %x = tensor.extract_slice %s[%row, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %e1 = tensor.empty() : tensor<16x4xf32>
+    %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<16x4xf32>) -> tensor<16x4xf32>
+    %a = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x : tensor<16x4x256xf32>) outs(%z1 : tensor<16x4xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %sq = arith.mulf %v, %v : f32
+      %q = arith.addf %acc, %sq : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4xf32>
+    %e2 = tensor.empty() : tensor<16x4xf32>
+    %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<16x4xf32>) -> tensor<16x4xf32>
+    %b = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x : tensor<16x4x256xf32>) outs(%z2 : tensor<16x4xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %sq = arith.mulf %v, %v : f32
+      %q = arith.addf %acc, %sq : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4xf32>
+    %e3 = tensor.empty() : tensor<16x4xf32>
+    %c = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%a, %b : tensor<16x4xf32>, tensor<16x4xf32>) outs(%e3 : tensor<16x4xf32>) {
+    ^bb0(%p: f32, %q: f32, %unused: f32):
+      %m = arith.mulf %p, %q : f32
+      linalg.yield %m : f32
+    } -> tensor<16x4xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %c into %o[%row, 0] [16, 4] [1, 1]
+          : tensor<16x4xf32> into tensor<64x4xf32>
+    }
+  }
+  return %r : tensor<64x4xf32>
+}
