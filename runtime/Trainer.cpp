@@ -8,6 +8,7 @@
 #include "runtime/Progress.h"
 #include "runtime/Schedule.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -105,6 +106,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   // Throughput leaves out this process's first step, which also pays for
   // first-touch page faults and starting the thread pool.
   double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
+  std::vector<double> stepSeconds;
   int64_t lossCount = 0, trained = 0, timed = 0;
   const int64_t killAt = killAfterStep();
   TrainSummary summary;
@@ -115,7 +117,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     StepResult r = program.trainStep(buffers, inputs.data(), targets.data(),
                                      static_cast<float>(lr), step + 1);
     if (trained++ > 0 || options.steps - start == 1) {
-      trainSeconds += secondsSince(stepBegan);
+      stepSeconds.push_back(secondsSince(stepBegan));
+      trainSeconds += stepSeconds.back();
       ++timed;
     }
     if (!std::isfinite(r.loss))
@@ -173,6 +176,13 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   summary.wallSeconds = secondsSince(began);
   summary.tokensPerSecond =
       trainSeconds > 0 ? timed * tokensPerStep / trainSeconds : 0;
+  if (!stepSeconds.empty()) {
+    std::sort(stepSeconds.begin(), stepSeconds.end());
+    size_t n = stepSeconds.size();
+    summary.medianStepSeconds =
+        (stepSeconds[(n - 1) / 2] + stepSeconds[n / 2]) / 2;
+    summary.fastestStepSeconds = stepSeconds.front();
+  }
   return summary;
 }
 

@@ -37,6 +37,9 @@ struct TrainSummary {
   EvalResult final;
   double wallSeconds = 0;     ///< this process only
   double tokensPerSecond = 0; ///< this process's training steps
+  /// The median and the fastest of the steps tokensPerSecond counts (0 if
+  /// none): less noisy than the mean on a shared machine.
+  double medianStepSeconds = 0, fastestStepSeconds = 0;
 };
 
 /// The checkpoint and metrics files of a run directory.

@@ -23,7 +23,10 @@ Compiles the model spec SPEC (docs/spec.md) for this CPU, or for an NVIDIA
 GPU with --device cuda, and trains it on the corpus DIR (docs/data.md),
 writing RUNDIR/metrics.jsonl (one JSON object per evaluation) and
 RUNDIR/checkpoint.safetensors (docs/checkpoint.md) every [train] eval_every
-steps and at the end. Progress goes to stderr.
+steps and at the end. Progress goes to stderr. At the end it prints the
+final validation loss, the mean tokens/s of this process's steps after the
+first, and the median and fastest step times (steadier than the mean on a
+shared machine).
 
 options:
   --data DIR      corpus directory with one subdirectory per domain
@@ -185,6 +188,11 @@ int trainMain(int argc, char **argv) {
     std::printf("  %-8s val_loss %.4f  unigram entropy %.4f  (%.1f%% below)\n",
                 d.domain.c_str(), d.loss, d.unigramEntropy,
                 100.0 * (1.0 - d.loss / d.unigramEntropy));
+  if (summary.medianStepSeconds > 0)
+    std::printf("step time: median %.1f ms (%.0f tokens/s), fastest %.1f ms\n",
+                1e3 * summary.medianStepSeconds,
+                spec.tokensPerStep() / summary.medianStepSeconds,
+                1e3 * summary.fastestStepSeconds);
   return 0;
 }
 
