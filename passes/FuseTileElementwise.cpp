@@ -87,17 +87,19 @@ struct ReadFillValue : OpRewritePattern<linalg::GenericOp> {
           !op.getMatchingIndexingMap(&init).isPermutation())
         continue;
       Value value = fill.getInputs().front();
+      // The adds that read the output, before it is replaced.
+      SmallVector<arith::AddFOp> adds;
+      if (matchPattern(value, m_PosZeroFloat()))
+        for (Operation *user : out.getUsers())
+          if (auto add = dyn_cast<arith::AddFOp>(user))
+            adds.push_back(add);
       rewriter.modifyOpInPlace(op, [&] {
         out.replaceAllUsesWith(value);
         init.set(fill.getOutputs().front());
       });
-      if (matchPattern(value, m_PosZeroFloat()))
-        for (Operation *user : llvm::to_vector(value.getUsers())) {
-          auto add = dyn_cast<arith::AddFOp>(user);
-          if (add && op->isProperAncestor(add))
-            rewriter.replaceOp(add, add.getLhs() == value ? add.getRhs()
-                                                          : add.getLhs());
-        }
+      for (arith::AddFOp add : adds)
+        rewriter.replaceOp(add,
+                           add.getLhs() == value ? add.getRhs() : add.getLhs());
       changed = true;
     }
     return success(changed);

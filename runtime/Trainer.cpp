@@ -107,7 +107,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   // first-touch page faults and starting the thread pool.
   double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
   std::vector<double> stepSeconds;
-  int64_t lossCount = 0, trained = 0, timed = 0;
+  int64_t lossCount = 0, trained = 0;
   const int64_t killAt = killAfterStep();
   TrainSummary summary;
   for (int64_t step = start; step < options.steps; ++step) {
@@ -119,7 +119,6 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     if (trained++ > 0 || options.steps - start == 1) {
       stepSeconds.push_back(secondsSince(stepBegan));
       trainSeconds += stepSeconds.back();
-      ++timed;
     }
     if (!std::isfinite(r.loss))
       throw Error("training diverged at step " + std::to_string(step + 1) +
@@ -155,7 +154,9 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     record.set("grad_norm", lastGradNorm);
     record.set("tokens", done * tokensPerStep);
     record.set("tokens_per_s",
-               timed > 0 ? timed * tokensPerStep / trainSeconds : 0.0);
+               trainSeconds > 0
+                   ? double(stepSeconds.size()) * tokensPerStep / trainSeconds
+                   : 0.0);
     record.set("elapsed_s", secondsSince(began));
     metrics.write(record);
     lossSum = 0;
@@ -174,8 +175,9 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     summary.final = evaluate(program, params.data(), corpus, sampler);
   summary.steps = options.steps;
   summary.wallSeconds = secondsSince(began);
-  summary.tokensPerSecond =
-      trainSeconds > 0 ? timed * tokensPerStep / trainSeconds : 0;
+  summary.tokensPerSecond = trainSeconds > 0 ? double(stepSeconds.size()) *
+                                                   tokensPerStep / trainSeconds
+                                             : 0;
   if (!stepSeconds.empty()) {
     std::sort(stepSeconds.begin(), stepSeconds.end());
     size_t n = stepSeconds.size();
