@@ -92,8 +92,10 @@ mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
   train.fuseTokenLocal = fuseTokenLocal;
   train.differentiate = !options.probes;
   buildTrainStepPipeline(pm, train);
-  if (stage == CompileStage::Fused && fuseTokenLocal)
+  if (stage == CompileStage::Fused && fuseTokenLocal) {
     pm.addPass(createFuseTokenLocal());
+    pm.addPass(createStoreBanks());
+  }
   if (stage >= CompileStage::Linalg)
     buildLowerToLinalgPipeline(pm, train);
   if (stage >= CompileStage::LLVM)

@@ -50,8 +50,8 @@ void buildTrainStepPipeline(OpPassManager &pm,
                             const TrainPipelineOptions &options);
 
 /// Kernel-level drc IR -> linalg on tensors bound to the runtime's buffers,
-/// token-local work fused into regions first unless options.fuseTokenLocal
-/// is off.
+/// token-local work fused into regions and depth banks grown in place first
+/// unless options.fuseTokenLocal is off.
 void buildLowerToLinalgPipeline(OpPassManager &pm,
                                 const TrainPipelineOptions &options = {});
 

@@ -145,6 +145,22 @@ def ApproximateMath : Pass<"drc-approximate-math", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def StoreBanks : Pass<"drc-store-banks", "::mlir::ModuleOp"> {
+  let summary = "Grow each depth bank in one store instead of copying it per append";
+  let description = [{
+    On kernel-level drc ops (after drc-fuse-token-local, which leaves a
+    bank's appends out of its regions): a chain of drc.append ops that grow
+    a bank (AttnRes's c_{k+1} = [c_k ; f_k], MoDA's depth caches) becomes
+    tensor.insert_slice ops into one store tensor [N, capacity, w], each
+    bank its first rows (tensor.extract_slice). A bank read after a later
+    append reads those rows from the latest store, so one-shot
+    bufferization writes every append in place: a forward pass writes each
+    row once instead of copying the whole bank per append (O(L) instead of
+    O(L^2) traffic).
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> {
   let summary = "Merge the elementwise linalg ops of a fused region's tile";
   let description = [{

@@ -31,6 +31,7 @@ void mlir::drc::buildLowerToLinalgPipeline(
     FuseTokenLocalOptions fuse;
     fuse.tileTokens = options.fuseTileTokens;
     pm.addPass(createFuseTokenLocal(fuse));
+    pm.addPass(createStoreBanks());
   }
   LowerToLinalgOptions lower;
   lower.denseEmbeddingGrad = options.denseEmbeddingGrad;

@@ -67,6 +67,16 @@ bool mlir::drc::isNarrowMatrix(int64_t rows, int64_t columns) {
   return narrow <= kMaxNarrowWidth && narrow * kNarrowAspect <= wide;
 }
 
+bool mlir::drc::isBankAppend(Operation *op) {
+  auto append = dyn_cast<AppendOp>(op);
+  if (!append)
+    return false;
+  return append.getInputs().front().getDefiningOp<AppendOp>() ||
+         llvm::any_of(append->getUses(), [](OpOperand &use) {
+           return isa<AppendOp>(use.getOwner()) && use.getOperandNumber() == 0;
+         });
+}
+
 /// Classifies every value of `fn`'s body; tokens = the length of its token
 /// arguments (0 when it has none).
 TokenAnalysis mlir::drc::analyseTokens(func::FuncOp fn) {
@@ -125,7 +135,8 @@ namespace {
 /// reads rows only of per-token values (or of shared ones shaped per
 /// token), and everything else whole from shared values.
 bool isTokenLocal(Operation &op, const TokenAnalysis &a) {
-  if (op.getNumResults() == 0 || !keepsTokenRows(&op, a, /*narrowOnly=*/true))
+  if (op.getNumResults() == 0 || !keepsTokenRows(&op, a, /*narrowOnly=*/true) ||
+      isBankAppend(&op))
     return false;
   bool perTokenOperand = false;
   for (OpOperand &operand : op.getOpOperands()) {

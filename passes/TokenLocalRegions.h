@@ -37,6 +37,12 @@ inline constexpr llvm::StringLiteral kRecomputedAttr = "drc.recomputed";
 /// not GEMM work.
 bool isNarrowMatrix(int64_t rows, int64_t columns);
 
+/// Whether `op` is an append that grows a depth bank: it extends another
+/// append's result, or another append extends its result (AttnRes's
+/// c_{k+1} = [c_k ; f_k]). Such appends are boundaries, not token-local
+/// work: drc-store-banks writes each into one store in place.
+bool isBankAppend(Operation *op);
+
 /// The class of every value of a function body, and its token count.
 struct TokenAnalysis {
   int64_t tokens = 0; ///< 0 when the function takes no tokens

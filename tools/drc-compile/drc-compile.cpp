@@ -27,7 +27,8 @@ STAGE to OUT (default: standard output):
   drc         the imported model: parameters and the loss function
   train-step  loss and train_step (forward, backward, AdamW) in drc ops
   fused       the same, token-local residual work grouped into drc.fused
-              regions (drc-fuse-token-local)
+              regions (drc-fuse-token-local) and depth banks grown in
+              place (drc-store-banks)
   linalg      linalg on tensors, bound to the runtime's flat buffers
   llvm        LLVM IR for this CPU
 --target=cuda compiles the loss and train step for NVIDIA GPUs (sm_90)
