@@ -589,12 +589,55 @@ Value axisSum(KernelBuilder &k, AxisLoops &l, Value x, double eps) {
       [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[1], a[0])); });
 }
 
+/// Along an axis this short, normalize and its adjoint sum inline: each
+/// element reads the axis's elements through maps with a constant index, so
+/// the op is one elementwise kernel with no temporaries. A per-token
+/// Sinkhorn step on 4 x 4 matrices was a fill, a reduction and a quotient,
+/// each its own loop nest over 16 elements per token.
+constexpr int64_t kInlineAxis = 8;
+
+/// One map per index i along `axis` of `type`: the loops, with i at `axis`.
+SmallVector<AffineMap> axisElementMaps(KernelBuilder &k, RankedTensorType type,
+                                       int64_t axis) {
+  SmallVector<AffineMap> maps;
+  for (int64_t i = 0; i < type.getDimSize(axis); ++i) {
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      exprs.push_back(d == axis ? k.b.getAffineConstantExpr(i)
+                                : k.b.getAffineDimExpr(d));
+    maps.push_back(AffineMap::get(type.getRank(), 0, exprs, k.b.getContext()));
+  }
+  return maps;
+}
+
+/// eps + x_0 + x_1 + ... over the block arguments `xs`, in the order the
+/// reduction loop adds them.
+Value inlineSum(Scalar &s, ValueRange xs, double eps) {
+  Value sum = s.c(eps);
+  for (Value x : xs)
+    sum = s.add(sum, x);
+  return sum;
+}
+
 Value lowerNormalize(KernelBuilder &k, NormalizeOp op) {
   auto type = cast<RankedTensorType>(op.getType());
-  AxisLoops l(k, type, op.getAxis());
   Value x = op.getInput();
-  Value sum = axisSum(k, l, x, op.getEps().convertToDouble());
+  double eps = op.getEps().convertToDouble();
   SmallVector<IteratorType> all(type.getRank(), kPar);
+  if (int64_t n = type.getDimSize(op.getAxis()); n <= kInlineAxis) {
+    SmallVector<AffineMap> maps = axisElementMaps(k, type, op.getAxis());
+    AffineMap id = identityMaps(k, type.getRank(), 1)[0];
+    maps.append({id, id});
+    SmallVector<Value> inputs(n, x);
+    inputs.push_back(x);
+    return k.generic1(inputs, k.empty(type.getShape()), maps, all,
+                      [&](Scalar &s, ValueRange a) {
+                        k.yield(
+                            s, s.div(a[n], inlineSum(s, a.take_front(n), eps)));
+                      });
+  }
+  AxisLoops l(k, type, op.getAxis());
+  Value sum = axisSum(k, l, x, eps);
   return k.generic1(
       {x, sum}, k.empty(type.getShape()), {l.full[0], l.reduced[0], l.full[0]},
       all, [&](Scalar &s, ValueRange a) { k.yield(s, s.div(a[0], a[1])); });
@@ -603,15 +646,35 @@ Value lowerNormalize(KernelBuilder &k, NormalizeOp op) {
 /// dx = (dy - sum(dy x) / S) / S with S = sum(x) + eps.
 Value lowerNormalizeGrad(KernelBuilder &k, NormalizeGradOp op) {
   auto type = cast<RankedTensorType>(op.getType());
-  AxisLoops l(k, type, op.getAxis());
   Value x = op.getInput(), dy = op.getResultGrad();
-  Value sum = axisSum(k, l, x, op.getEps().convertToDouble());
+  double eps = op.getEps().convertToDouble();
+  SmallVector<IteratorType> all(type.getRank(), kPar);
+  if (int64_t n = type.getDimSize(op.getAxis()); n <= kInlineAxis) {
+    SmallVector<AffineMap> along = axisElementMaps(k, type, op.getAxis());
+    SmallVector<AffineMap> maps(along);
+    maps.append(along);
+    AffineMap id = identityMaps(k, type.getRank(), 1)[0];
+    maps.append({id, id});
+    SmallVector<Value> inputs(n, x);
+    inputs.append(n, dy);
+    inputs.push_back(dy);
+    return k.generic1(inputs, k.empty(type.getShape()), maps, all,
+                      [&](Scalar &s, ValueRange a) {
+                        Value sum = inlineSum(s, a.take_front(n), eps);
+                        Value dot = s.c(0.0);
+                        for (int64_t i = 0; i < n; ++i)
+                          dot = s.add(dot, s.mul(a[i], a[n + i]));
+                        k.yield(s,
+                                s.div(s.sub(a[2 * n], s.div(dot, sum)), sum));
+                      });
+  }
+  AxisLoops l(k, type, op.getAxis());
+  Value sum = axisSum(k, l, x, eps);
   Value dot = k.generic1({x, dy}, k.filled(l.reducedShape, 0.0),
                          {l.full[0], l.full[0], l.reduced[0]}, l.iterators,
                          [&](Scalar &s, ValueRange a) {
                            k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
                          });
-  SmallVector<IteratorType> all(type.getRank(), kPar);
   return k.generic1({dy, sum, dot}, k.empty(type.getShape()),
                     {l.full[0], l.reduced[0], l.reduced[0], l.full[0]}, all,
                     [&](Scalar &s, ValueRange a) {
