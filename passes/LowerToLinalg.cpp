@@ -292,9 +292,72 @@ Value rowsMatrix(KernelBuilder &k, Value x) {
       ArrayRef<ReassociationIndices>{leading, {type.getRank() - 1}});
 }
 
+/// Whether `x`, of rank > 2, may be some rows of each token's set in a
+/// larger one (a depth bank in its store, drc-store-banks): a strided view
+/// whose rows cannot be collapsed into a matrix without a copy. Inside a
+/// fused region, the region's input decides.
+bool isPartialRowSlice(Value x) {
+  if (auto arg = dyn_cast<BlockArgument>(x))
+    if (auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp()))
+      x = fused.getInputs()[arg.getArgNumber()];
+  auto slice = x.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice)
+    return false;
+  RankedTensorType type = slice.getResultType();
+  return type.getRank() > 2 && type.getDimSize(1) > 1 &&
+         type.getDimSize(1) < slice.getSourceType().getDimSize(1);
+}
+
+/// The matmul of a set by a matrix, or the transposed sets' product, as a
+/// contraction over the sets' own dimensions: no collapsed view, so a
+/// strided set is read in place. x [rows..., c] W (W [c, j], or [j, c]
+/// transposed) -> [rows..., j]; or with `transposeLhs`, the sum over rows of
+/// a[rows..., m]^T b[rows..., j] -> [m, j].
+Value setContraction(KernelBuilder &k, Value lhs, Value rhs, bool transposeLhs,
+                     bool transposeRhs, RankedTensorType type) {
+  unsigned rank = cast<RankedTensorType>(lhs.getType()).getRank(),
+           rows = rank - 1, loops = rank + 1;
+  SmallVector<unsigned> rowDims;
+  for (unsigned d = 0; d < rows; ++d)
+    rowDims.push_back(d);
+  auto with = [&](std::initializer_list<unsigned> last) {
+    SmallVector<unsigned> dims(rowDims);
+    dims.append(last);
+    return k.map(loops, dims);
+  };
+  SmallVector<AffineMap> maps;
+  SmallVector<IteratorType> iterators;
+  if (transposeLhs) { // loops: rows, m, j
+    maps = {with({rows}), with({rows + 1}), k.map(loops, {rows, rows + 1})};
+    iterators.assign(rows, kRed);
+    iterators.append({kPar, kPar});
+  } else { // loops: rows, j, c
+    maps = {with({rows + 1}),
+            transposeRhs ? k.map(loops, {rows, rows + 1})
+                         : k.map(loops, {rows + 1, rows}),
+            with({rows})};
+    iterators.assign(rank, kPar);
+    iterators.push_back(kRed);
+  }
+  return k.generic1({lhs, rhs}, k.filled(type.getShape(), 0.0), maps, iterators,
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                    });
+}
+
 /// op(lhs) op(rhs) as `type`, op transposing where the flag is set.
 Value matmul(KernelBuilder &k, Value lhsValue, Value rhsValue,
              bool transposeLhs, bool transposeRhs, RankedTensorType type) {
+  auto rank = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+  bool lhsStrided = rank(lhsValue) > 2 && isPartialRowSlice(lhsValue),
+       rhsStrided = rank(rhsValue) > 2 && isPartialRowSlice(rhsValue);
+  if ((lhsStrided || rhsStrided) &&
+      (transposeLhs ? rank(rhsValue) == rank(lhsValue) && !transposeRhs
+                    : rank(rhsValue) == 2 && !rhsStrided))
+    return setContraction(k, lhsValue, rhsValue, transposeLhs, transposeRhs,
+                          type);
   // Operands of rank > 2 are matrices of their rows (collapsed views).
   // Transposed operands are read in place through the indexing maps: the CPU
   // register tile loads a contiguous row of a transposed A per k step, and

@@ -13,24 +13,27 @@
 // CHECK: %[[S2:.*]] = tensor.insert_slice %{{.*}} into %[[S1]][0, 2, 0] [8, 1, 4]
 // CHECK: %[[LATE:.*]] = tensor.extract_slice %[[S2]][0, 0, 0] [8, 2, 4]
 // CHECK: %[[B2:.*]] = tensor.extract_slice %[[S2]][0, 0, 0] [8, 3, 4]
-// CHECK: drc.softmax %[[LATE]]
+// CHECK: drc.normed_linear %[[LATE]]
 // CHECK-NOT: drc.append
 // CHECK: return
 
 // One buffer for the whole bank; each row copied into it once, no bank
-// copied out of it.
+// copied out of it: the projection of a bank's rows reads them in place
+// (a contraction over the set, not a matmul of its collapsed rows).
 // BUF-LABEL: func.func @bank
 // BUF: memref.alloc() {{.*}} : memref<8x3x4xf32>
 // BUF-COUNT-3: memref.copy %{{.*}}, %{{.*}} : memref<8x1x4xf32> to memref<8x1x4xf32, strided
 // BUF-NOT: memref.copy %{{.*}}, %{{.*}} : memref<8x2x4xf32, strided
+// BUF-NOT: memref.collapse_shape
 // BUF: return
-func.func @bank(%h: tensor<8x1x4xf32>, %f0: tensor<8x1x4xf32>, %f1: tensor<8x1x4xf32>)
-    -> (tensor<8x2x4xf32>, tensor<8x2x4xf32>, tensor<8x3x4xf32>) {
+func.func @bank(%h: tensor<8x1x4xf32>, %f0: tensor<8x1x4xf32>, %f1: tensor<8x1x4xf32>,
+                %w: tensor<1x4xf32>)
+    -> (tensor<8x2x4xf32>, tensor<8x2x1xf32>, tensor<8x3x4xf32>) {
   %b1 = drc.append %h, %f0 : (tensor<8x1x4xf32>, tensor<8x1x4xf32>) -> tensor<8x2x4xf32>
   %early = drc.softmax %b1 {axis = 1} : tensor<8x2x4xf32>
   %b2 = drc.append %b1, %f1 : (tensor<8x2x4xf32>, tensor<8x1x4xf32>) -> tensor<8x3x4xf32>
-  %late = drc.softmax %b1 {axis = 1} : tensor<8x2x4xf32>
-  return %early, %late, %b2 : tensor<8x2x4xf32>, tensor<8x2x4xf32>, tensor<8x3x4xf32>
+  %late = drc.normed_linear %b1, %w : (tensor<8x2x4xf32>, tensor<1x4xf32>) -> tensor<8x2x1xf32>
+  return %early, %late, %b2 : tensor<8x2x4xf32>, tensor<8x2x1xf32>, tensor<8x3x4xf32>
 }
 
 // HC's [H ; f] before its write mix extends no bank: left to the regions.
