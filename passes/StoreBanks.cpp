@@ -1,5 +1,4 @@
-//===- StoreBanks.cpp - Depth banks grown in place
-//-------------------------===//
+//===- StoreBanks.cpp - Depth banks grown in place ------------------------===//
 //
 // A depth bank grows by one append per sublayer (AttnRes's c_{k+1} =
 // [c_k ; f_k]). As values, each append is a new tensor holding the old bank
