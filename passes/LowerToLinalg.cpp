@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/RowSlice.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -528,16 +529,6 @@ Value lowerMixCoefGrad(KernelBuilder &k, MixCoefGradOp op) {
                      tr ? k.map(4, {1, 0}) : k.map(4, {0, 1})},
                     {kPar, kPar, kRed, kRed}, body);
 }
-
-/// Static slice parameters of a set: rows [row, row + shape[1]) of all
-/// tokens, at unit strides.
-struct RowSlice {
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-  RowSlice(OpBuilder &b, int64_t row, ArrayRef<int64_t> shape)
-      : offsets(getAsIndexOpFoldResult(b.getContext(), {0, row, 0})),
-        sizes(getAsIndexOpFoldResult(b.getContext(), shape)),
-        strides(getAsIndexOpFoldResult(b.getContext(), {1, 1, 1})) {}
-};
 
 /// The map from x's loops to the operand that is broadcast over x's
 /// leading dimensions (its shape a suffix of x's).

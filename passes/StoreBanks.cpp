@@ -10,11 +10,11 @@
 // bufferization writes every append in place and copies no bank.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/RowSlice.h"
 #include "passes/TokenLocalRegions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-#include <functional>
 #include <map>
 
 namespace mlir::drc {
@@ -26,23 +26,6 @@ using namespace mlir;
 using namespace mlir::drc;
 
 namespace {
-
-int64_t rowsOf(Value set) {
-  return cast<RankedTensorType>(set.getType()).getDimSize(1);
-}
-
-/// Offsets, sizes and strides of rows [row, row + rows) of a set shaped like
-/// `shape` in its other dimensions.
-struct RowBlock {
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-  RowBlock(OpBuilder &b, ArrayRef<int64_t> shape, int64_t row, int64_t rows) {
-    for (auto [d, size] : llvm::enumerate(shape)) {
-      offsets.push_back(b.getIndexAttr(d == 1 ? row : 0));
-      sizes.push_back(b.getIndexAttr(d == 1 ? rows : size));
-      strides.push_back(b.getIndexAttr(1));
-    }
-  }
-};
 
 /// The store after an append: its tensor, the rows it holds, and the
 /// version it extends (-1 for a chain's first append).
@@ -60,20 +43,16 @@ void storeBanks(func::FuncOp fn) {
       appends.push_back(op);
   if (appends.empty())
     return;
-  // The rows a chain's store needs: the longest bank grown from it.
+  // The rows a chain's store needs: the longest bank grown from it. An
+  // append's extenders come after it and are bank appends too.
   DenseMap<Operation *, int64_t> capacity;
-  std::function<int64_t(AppendOp)> capacityOf = [&](AppendOp op) {
-    if (auto it = capacity.find(op); it != capacity.end())
-      return it->second;
-    int64_t rows = rowsOf(op.getResult());
+  for (AppendOp op : llvm::reverse(appends)) {
+    int64_t &rows = capacity[op];
+    rows = cast<RankedTensorType>(op.getType()).getDimSize(1);
     for (OpOperand &use : op->getUses())
-      if (auto next = dyn_cast<AppendOp>(use.getOwner());
-          next && use.getOperandNumber() == 0)
-        rows = std::max(rows, capacityOf(next));
-    return capacity[op] = rows;
-  };
-  for (AppendOp op : appends)
-    capacityOf(op);
+      if (isa<AppendOp>(use.getOwner()) && use.getOperandNumber() == 0)
+        rows = std::max(rows, capacity.lookup(use.getOwner()));
+  }
 
   SmallVector<Version> versions;
   DenseMap<Value, int> versionOf; // a bank -> the version it is the rows of
@@ -97,13 +76,13 @@ void storeBanks(func::FuncOp fn) {
     }
     for (Value input : inputs) {
       auto shape = cast<RankedTensorType>(input.getType()).getShape();
-      RowBlock at(b, shape, next.rows, shape[1]);
+      RowSlice at(b, next.rows, shape);
       next.store = tensor::InsertSliceOp::create(
           b, loc, input, next.store, at.offsets, at.sizes, at.strides);
       next.rows += shape[1];
     }
     versions.push_back(next);
-    RowBlock bank(b, type.getShape(), 0, next.rows);
+    RowSlice bank(b, 0, type.getShape());
     Value rows = tensor::ExtractSliceOp::create(
         b, loc, type, next.store, bank.offsets, bank.sizes, bank.strides);
     op.replaceAllUsesWith(rows);
@@ -139,7 +118,7 @@ void storeBanks(func::FuncOp fn) {
       Value &rows = reread[{latest, own}];
       if (!rows) {
         b.setInsertionPointAfter(versions[latest].store.getDefiningOp());
-        RowBlock at(b, type.getShape(), 0, type.getDimSize(1));
+        RowSlice at(b, 0, type.getShape());
         rows = tensor::ExtractSliceOp::create(b, bank.getLoc(), type,
                                               versions[latest].store,
                                               at.offsets, at.sizes, at.strides);
