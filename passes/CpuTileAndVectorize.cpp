@@ -321,6 +321,99 @@ linalg::GenericOp splitLongReduction(RewriterBase &rewriter,
   return partials;
 }
 
+/// A fused region's small elementwise kernels: a tile's Sinkhorn steps on
+/// [16, 4, 4], its coefficient squashes on [16, 4]. Their innermost loops run
+/// a handful of times, so LLVM leaves them scalar (a divide per element);
+/// vectorised whole, each is a few vector instructions per token.
+constexpr int64_t kSmallInnerExtent = 8;
+constexpr int64_t kSmallElements = 1024;
+constexpr int64_t kVectorElements = 64;
+
+bool isSmallElementwise(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
+      op.getNumReductionLoops() != 0 || !op->getParentOfType<scf::ForallOp>())
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges) || ranges.back() > kSmallInnerExtent)
+    return false;
+  int64_t elements = 1;
+  for (int64_t range : ranges)
+    elements *= range;
+  return elements <= kSmallElements;
+}
+
+/// Vectorises a small elementwise kernel (isSmallElementwise). An input read
+/// at a constant index (a short-axis normalize's inline sum reads A[t, i, k]
+/// for each k) is first sliced to that index and read through a broadcast
+/// map: linalg's vectoriser takes (d0, 0, d2) on a unit dimension, not a
+/// constant index into a longer one. A kernel the vectoriser rejects stays
+/// a loop nest (correct, scalar).
+void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<std::pair<OpOperand *, Value>> slices;
+  OpFoldResult one = rewriter.getIndexAttr(1);
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<RankedTensorType>(input->get().getType());
+    AffineMap &map = maps[input->getOperandNumber()];
+    if (!type || type.getRank() != map.getNumResults())
+      continue;
+    SmallVector<AffineExpr> results(map.getResults());
+    SmallVector<OpFoldResult> offsets, sizes;
+    bool sliced = false;
+    for (auto [axis, result] : llvm::enumerate(results)) {
+      auto index = dyn_cast<AffineConstantExpr>(result);
+      bool slice = index && type.getDimSize(axis) != 1;
+      offsets.push_back(rewriter.getIndexAttr(slice ? index.getValue() : 0));
+      sizes.push_back(slice ? one
+                            : rewriter.getIndexAttr(type.getDimSize(axis)));
+      if (slice)
+        results[axis] = rewriter.getAffineConstantExpr(0);
+      sliced |= slice;
+    }
+    if (!sliced)
+      continue;
+    SmallVector<OpFoldResult> strides(type.getRank(), one);
+    slices.emplace_back(
+        input, tensor::ExtractSliceOp::create(rewriter, loc, input->get(),
+                                              offsets, sizes, strides));
+    map = AffineMap::get(map.getNumDims(), 0, results, op.getContext());
+  }
+  if (!slices.empty())
+    rewriter.modifyOpInPlace(op, [&] {
+      for (auto [operand, slice] : slices)
+        operand->set(slice);
+      op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+    });
+  if (failed(linalg::vectorizeOpPrecondition(op)))
+    return;
+  // One vector op per kVectorElements elements: a whole [16, 4, 4] tile as
+  // one vector would unroll each op into 64 instructions, a code size that
+  // the 2000-odd kernels of a model cannot afford before outlining dedups
+  // them. A loop over rows of the token axis keeps it at 16.
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t rowElements = 1;
+  for (int64_t range : ArrayRef(ranges).drop_front())
+    rowElements *= range;
+  int64_t rows = std::max<int64_t>(1, kVectorElements / rowElements);
+  while (ranges[0] % rows)
+    --rows;
+  Operation *kernel = op;
+  if (rows < ranges[0]) {
+    SmallVector<int64_t> sizes(ranges.size(), 0);
+    sizes[0] = rows;
+    auto tiled = tile(rewriter, op, sizes, /*forall=*/false);
+    if (failed(tiled) || tiled->tiledOps.size() != 1)
+      return;
+    kernel = tiled->tiledOps.front();
+    rewriter.setInsertionPoint(kernel);
+  }
+  auto vectorized = linalg::vectorize(rewriter, kernel);
+  if (succeeded(vectorized))
+    rewriter.replaceOp(kernel, vectorized->replacements);
+}
+
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.
 bool isLargeTensorFill(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
@@ -416,6 +509,13 @@ struct CpuTileAndVectorizePass
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return signalPassFailure();
     }
+    SmallVector<linalg::GenericOp> small;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isSmallElementwise(op))
+        small.push_back(op);
+    });
+    for (linalg::GenericOp op : small)
+      vectoriseSmallElementwise(rewriter, op);
     // Kernels outside fused regions.
     SmallVector<linalg::GenericOp> generics;
     for (auto fn : getOperation().getOps<func::FuncOp>())

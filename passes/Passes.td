@@ -120,7 +120,10 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     tile (4x16 for 16 AVX2 registers, 8x32 for 32 AVX-512 ones) vectorised to vector.contract with the C tile hoisted out
     of the k loop. Tile sizes are chosen per op to divide its static shape,
     so no masking is needed; an op whose shape no tile divides stays scalar
-    (correct, slower). Runs before bufferization.
+    (correct, slower). A fused region's small elementwise kernels (innermost
+    extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
+    squashes) are vectorised whole, 64 elements per vector op, constant-index
+    reads becoming broadcasts. Runs before bufferization.
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t", "4",

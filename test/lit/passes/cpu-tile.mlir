@@ -73,3 +73,43 @@ func.func @fills() -> (tensor<32x256x256xf32>, tensor<256xf32>) {
   %small = linalg.fill ins(%zero : f32) outs(%s : tensor<256xf32>) -> tensor<256xf32>
   return %big, %small : tensor<32x256x256xf32>, tensor<256xf32>
 }
+
+// A Sinkhorn row step of a fused region's 16-token tile (mHC, n = 4): each
+// element divided by its row's sum, read at constant indices. It becomes
+// vector<4x4x4xf32> arithmetic over 4 tokens at a time, each constant-index
+// read a broadcast of a one-column slice, instead of a scalar divide per
+// element.
+// CHECK-LABEL: func.func @sinkhorn_rows
+// CHECK: scf.forall
+// CHECK-COUNT-4: tensor.extract_slice %{{.*}}[0, 0, {{[0-3]}}] [16, 4, 1] [1, 1, 1]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}
+// CHECK: vector.transfer_read %{{.*}} : tensor<4x4x4xf32>, vector<4x4x4xf32>
+// CHECK-COUNT-4: vector.transfer_read %{{.*}} permutation_map = #{{.*}} : tensor<4x4x1xf32>, vector<4x4x4xf32>
+// CHECK: arith.divf %{{.*}}, %{{.*}} : vector<4x4x4xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#k0 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#k1 = affine_map<(d0, d1, d2) -> (d0, d1, 1)>
+#k2 = affine_map<(d0, d1, d2) -> (d0, d1, 2)>
+#k3 = affine_map<(d0, d1, d2) -> (d0, d1, 3)>
+func.func @sinkhorn_rows(%a: tensor<256x4x4xf32>) -> tensor<256x4x4xf32> {
+  %e = tensor.empty() : tensor<256x4x4xf32>
+  %r = scf.forall (%t) = (0) to (256) step (16) shared_outs(%o = %e) -> (tensor<256x4x4xf32>) {
+    %x = tensor.extract_slice %a[%t, 0, 0] [16, 4, 4] [1, 1, 1] : tensor<256x4x4xf32> to tensor<16x4x4xf32>
+    %init = tensor.extract_slice %o[%t, 0, 0] [16, 4, 4] [1, 1, 1] : tensor<256x4x4xf32> to tensor<16x4x4xf32>
+    %y = linalg.generic {indexing_maps = [#id, #k0, #k1, #k2, #k3, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%x, %x, %x, %x, %x : tensor<16x4x4xf32>, tensor<16x4x4xf32>, tensor<16x4x4xf32>, tensor<16x4x4xf32>, tensor<16x4x4xf32>) outs(%init : tensor<16x4x4xf32>) {
+    ^bb0(%v: f32, %v0: f32, %v1: f32, %v2: f32, %v3: f32, %out: f32):
+      %s0 = arith.addf %v0, %v1 : f32
+      %s1 = arith.addf %s0, %v2 : f32
+      %s2 = arith.addf %s1, %v3 : f32
+      %q = arith.divf %v, %s2 : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4x4xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %y into %o[%t, 0, 0] [16, 4, 4] [1, 1, 1] : tensor<16x4x4xf32> into tensor<256x4x4xf32>
+    }
+  }
+  return %r : tensor<256x4x4xf32>
+}
