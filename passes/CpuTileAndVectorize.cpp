@@ -327,7 +327,7 @@ linalg::GenericOp splitLongReduction(RewriterBase &rewriter,
 /// vectorised whole, each is a few vector instructions per token.
 constexpr int64_t kSmallInnerExtent = 8;
 constexpr int64_t kSmallElements = 1024;
-constexpr int64_t kVectorElements = 64;
+constexpr int64_t kVectorElements = 16;
 
 bool isSmallElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
@@ -388,10 +388,14 @@ void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op) {
     });
   if (failed(linalg::vectorizeOpPrecondition(op)))
     return;
-  // One vector op per kVectorElements elements: a whole [16, 4, 4] tile as
-  // one vector would unroll each op into 64 instructions, a code size that
-  // the 2000-odd kernels of a model cannot afford before outlining dedups
-  // them. A loop over rows of the token axis keeps it at 16.
+  // One vector op per kVectorElements elements, in a loop over rows of the
+  // token axis: the vectors are unrolled to 1-D ones and their reads to
+  // loads and inserts, straight-line code in the loop's block. A whole
+  // [16, 4, 4] tile as one vector ran drc-opt out of memory on the d256
+  // mHC program, and 64 elements per op on a 4-token tile (one op, no loop)
+  // made the fused kernels' blocks so long that scf-to-cf, splitting them
+  // at every loop, ran out of memory on a 2-block model. 16 elements
+  // (a token's 4 x 4 matrix) compiles mHC at d256 in 17 s.
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t rowElements = 1;
   for (int64_t range : ArrayRef(ranges).drop_front())

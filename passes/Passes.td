@@ -122,7 +122,7 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     so no masking is needed; an op whose shape no tile divides stays scalar
     (correct, slower). A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
-    squashes) are vectorised whole, 64 elements per vector op, constant-index
+    squashes) are vectorised, 16 elements per vector op, constant-index
     reads becoming broadcasts. Runs before bufferization.
   }];
   let options = [
