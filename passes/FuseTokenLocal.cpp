@@ -5,6 +5,7 @@
 // use its results move after it.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/EarlySums.h"
 #include "passes/TokenLocalRegions.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -302,6 +303,8 @@ struct FuseTokenLocalPass
              << "drc-fuse-token-local: tile-tokens=" << tileTokens.getValue()
              << " does not divide the " << a.tokens
              << " tokens of this function";
+    sumContributionsEarly(fn, a);
+    a = analyseTokens(fn);
     if (recompute) {
       recomputeSavedValues(fn, a);
       a = analyseTokens(fn);

@@ -65,7 +65,11 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     are left as they are. Before grouping, a backward op that reads a value
     computed by a forward region gets a recomputed copy instead (option
     `recompute`): the backward region then reads the forward region's inputs
-    and the forward region stops writing its intermediates.
+    and the forward region stops writing its intermediates. Before that,
+    sums of per-token adjoint contributions add their terms in order of
+    barrier depth, and token-local ops linear in such a sum are applied to
+    its early and late terms apart (EarlySums.h), so that a backward region
+    writes the contributions it computes as one tensor.
   }];
   let options = [
     Option<"recompute", "recompute", "bool", "true",

@@ -129,12 +129,7 @@ bool mlir::drc::readsRows(Operation *op, OpOperand &operand) {
       .Default([](Operation *) { return true; });
 }
 
-namespace {
-
-/// Token-local residual work: keeps token rows, reads a per-token operand,
-/// reads rows only of per-token values (or of shared ones shaped per
-/// token), and everything else whole from shared values.
-bool isTokenLocal(Operation &op, const TokenAnalysis &a) {
+bool mlir::drc::isTokenLocal(Operation &op, const TokenAnalysis &a) {
   if (op.getNumResults() == 0 || !keepsTokenRows(&op, a, /*narrowOnly=*/true) ||
       isBankAppend(&op))
     return false;
@@ -152,30 +147,26 @@ bool isTokenLocal(Operation &op, const TokenAnalysis &a) {
          });
 }
 
-} // namespace
-
-SmallVector<SmallVector<Operation *>>
-mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
-  if (!fn.getBody().hasOneBlock() || a.tokens == 0)
-    return {};
+DenseMap<Operation *, int64_t> mlir::drc::barrierDepths(func::FuncOp fn,
+                                                        const TokenAnalysis &a,
+                                                        bool lateRecomputed) {
   Block &block = fn.getBody().front();
-  // Barrier depths, as soon as possible.
+  // As soon as possible.
   DenseMap<Operation *, int64_t> depth;
   DenseMap<Value, int64_t> valueDepth;
-  DenseMap<Operation *, bool> local;
   for (Operation &op : block) {
     int64_t in = 0;
     for (Value v : op.getOperands())
       in = std::max(in, valueDepth.lookup(v));
-    local[&op] = isTokenLocal(op, a);
     depth[&op] = in;
+    bool local = isTokenLocal(op, a);
     for (Value r : op.getResults())
-      valueDepth[r] = a.of(r) == Rows::Shared ? 0 : in + (local[&op] ? 0 : 1);
+      valueDepth[r] = a.of(r) == Rows::Shared ? 0 : in + (local ? 0 : 1);
   }
   // Recomputed ops (drc-fuse-token-local's rematerialisation) go as late as
   // their users allow, into the region that needs them.
   for (Operation &op : llvm::reverse(block)) {
-    if (!local[&op] || !op.hasAttr(kRecomputedAttr))
+    if (!lateRecomputed || !op.hasAttr(kRecomputedAttr) || !isTokenLocal(op, a))
       continue;
     int64_t late = std::numeric_limits<int64_t>::max();
     for (Operation *user : op.getUsers())
@@ -183,11 +174,20 @@ mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
     if (late != std::numeric_limits<int64_t>::max())
       depth[&op] = std::max(depth[&op], late);
   }
+  return depth;
+}
+
+SmallVector<SmallVector<Operation *>>
+mlir::drc::tokenLocalRegions(func::FuncOp fn, const TokenAnalysis &a) {
+  if (!fn.getBody().hasOneBlock() || a.tokens == 0)
+    return {};
+  Block &block = fn.getBody().front();
+  DenseMap<Operation *, int64_t> depth = barrierDepths(fn, a);
   llvm::EquivalenceClasses<Operation *> regions;
   DenseMap<std::pair<Value, int64_t>, Operation *> readers;
   SmallVector<Operation *> members;
   for (Operation &op : block) {
-    if (!local[&op])
+    if (!isTokenLocal(op, a))
       continue;
     int64_t in = depth[&op];
     members.push_back(&op);

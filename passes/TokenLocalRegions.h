@@ -71,6 +71,18 @@ TokenAnalysis analyseTokens(func::FuncOp fn);
 /// rather than whole.
 bool readsRows(Operation *op, OpOperand &operand);
 
+/// Token-local residual work: keeps token rows, reads a per-token operand,
+/// reads rows only of per-token values (or of shared ones shaped per
+/// token), and everything else whole from shared values.
+bool isTokenLocal(Operation &op, const TokenAnalysis &analysis);
+
+/// Each op's barrier depth (see above), as soon as possible; with
+/// `lateRecomputed`, ops marked kRecomputedAttr as late as their users
+/// allow (the depth that groups them with the region that needs them).
+DenseMap<Operation *, int64_t> barrierDepths(func::FuncOp fn,
+                                             const TokenAnalysis &analysis,
+                                             bool lateRecomputed = true);
+
 /// The token-local regions of `fn`, in block order of their first op, each
 /// in block order; regions of one op included.
 SmallVector<SmallVector<Operation *>>
