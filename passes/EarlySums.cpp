@@ -29,31 +29,51 @@ OpOperand *linearOperand(Operation *op) {
 }
 
 /// The rewrite of one function body: `a` classifies the values it creates
-/// too, and `depth` (barrier depths as soon as possible, so that a
-/// recomputed forward value counts as early) is refreshed after each
-/// distribution.
+/// too, and `depth` holds each per-token value's barrier depth (as soon as
+/// possible, so that a recomputed forward value counts as early), computed
+/// once and extended to the values the rewrite creates: a distribution
+/// leaves every other value's depth as it was.
 struct Sums {
   Block &block;
   TokenAnalysis a;
-  DenseMap<Operation *, int64_t> depth;
+  DenseMap<Value, int64_t> depth;
 
   Sums(func::FuncOp fn, const TokenAnalysis &analysis)
-      : block(fn.getBody().front()), a(analysis) {}
-
-  void update(func::FuncOp fn) {
-    depth = barrierDepths(fn, a, /*lateRecomputed=*/false);
+      : block(fn.getBody().front()), a(analysis) {
+    DenseMap<Operation *, int64_t> ops =
+        barrierDepths(fn, a, /*lateRecomputed=*/false);
+    for (Operation &op : block) {
+      int64_t past = isTokenLocal(op, a) ? 0 : 1;
+      for (Value r : op.getResults())
+        if (a.of(r) != Rows::Shared)
+          depth[r] = ops.lookup(&op) + past;
+    }
   }
 
-  int64_t depthOf(Value v) const {
-    Operation *def = v.getDefiningOp();
-    if (!def || a.of(v) == Rows::Shared)
-      return 0;
-    return depth.lookup(def) + (isTokenLocal(*def, a) ? 0 : 1);
+  int64_t depthOf(Value v) const { return depth.lookup(v); }
+
+  /// Records `op`'s token-local, per-token result: as deep as its operands.
+  Value created(Operation *op) {
+    Value result = op->getResult(0);
+    a.rows[result] = Rows::PerToken;
+    int64_t deepest = 0;
+    for (Value operand : op->getOperands())
+      deepest = std::max(deepest, depthOf(operand));
+    depth[result] = deepest;
+    return result;
   }
 
   AddOp perTokenSum(Value v) const {
     auto add = v.getDefiningOp<AddOp>();
     return add && a.of(v) == Rows::PerToken ? add : AddOp();
+  }
+
+  /// Whether `v`'s one use is an operand of a per-token sum.
+  bool isTerm(Value v) const {
+    if (!v.hasOneUse())
+      return false;
+    Operation *user = v.use_begin()->getOwner();
+    return user->getNumResults() == 1 && perTokenSum(user->getResult(0));
   }
 
   /// The terms of the sum `v` (v itself unless it is a per-token drc.add),
@@ -77,14 +97,12 @@ struct Sums {
 
   /// Whether `v`, through single-use ops linear in it, is a term of a sum.
   bool feedsSum(Value v) const {
+    if (isTerm(v))
+      return true;
     if (!v.hasOneUse())
       return false;
     OpOperand &use = *v.use_begin();
     Operation *user = use.getOwner();
-    if (user->getNumResults() != 1)
-      return false;
-    if (perTokenSum(user->getResult(0)))
-      return true;
     return linearOperand(user) == &use && user->getNumResults() == 1 &&
            isTokenLocal(*user, a) && feedsSum(user->getResult(0));
   }
@@ -107,73 +125,77 @@ struct Sums {
     Value sum = ts.front();
     for (Value t : ts.drop_front()) {
       after(builder, {sum, t});
-      sum = AddOp::create(builder, loc, sum, t);
-      a.rows[sum] = Rows::PerToken;
+      sum = created(AddOp::create(builder, loc, sum, t));
     }
     return sum;
   }
 
-  /// Applies one token-local op linear in a sum of early and late terms to
-  /// each part separately; false when there is no such op left.
-  bool distributeOne(OpBuilder &builder) {
-    for (Operation &op : block) {
-      OpOperand *linear = linearOperand(&op);
-      if (!linear || op.getNumResults() != 1 || !isTokenLocal(op, a) ||
-          !perTokenSum(linear->get()) || !linear->get().hasOneUse() ||
-          !feedsSum(op.getResult(0)))
-        continue;
-      SmallVector<Value> ts;
-      SmallVector<Operation *> adds;
-      terms(linear->get(), ts, adds);
-      int64_t early = std::numeric_limits<int64_t>::max(), late = 0;
-      for (Value t : ts) {
-        early = std::min(early, depthOf(t));
-        late = std::max(late, depthOf(t));
-      }
-      bool othersEarly = llvm::all_of(op.getOpOperands(), [&](OpOperand &o) {
-        return &o == linear || depthOf(o.get()) <= early;
-      });
-      if (early == late || !othersEarly)
-        continue;
-      SmallVector<Value> earlyTerms, lateTerms;
-      for (Value t : ts)
-        (depthOf(t) == early ? earlyTerms : lateTerms).push_back(t);
-      Value parts[2];
-      for (auto [part, group] : llvm::zip(
-               parts, std::array<ArrayRef<Value>, 2>{earlyTerms, lateTerms})) {
-        Value sum = chain(builder, group, op.getLoc());
-        IRMapping map;
-        map.map(linear->get(), sum);
-        SmallVector<Value> operands(op.getOperands());
-        llvm::replace(operands, linear->get(), sum);
-        after(builder, operands);
-        part = builder.clone(op, map)->getResult(0);
-        a.rows[part] = Rows::PerToken;
-      }
-      builder.setInsertionPoint(&op);
-      Value sum = AddOp::create(builder, op.getLoc(), parts[0], parts[1]);
-      a.rows[sum] = Rows::PerToken;
-      op.getResult(0).replaceAllUsesWith(sum);
-      op.erase();
-      for (Operation *add : adds)
-        add->erase();
-      return true;
+  /// Applies `op`, if it is a token-local op linear in a sum of early and
+  /// late terms whose result feeds another sum, to each part separately.
+  /// Returns the application to the late terms (which may mix depths
+  /// again), or null when `op` is left as it is.
+  Operation *distribute(OpBuilder &builder, Operation &op) {
+    OpOperand *linear = linearOperand(&op);
+    if (!linear || op.getNumResults() != 1 || !isTokenLocal(op, a) ||
+        !perTokenSum(linear->get()) || !linear->get().hasOneUse() ||
+        !feedsSum(op.getResult(0)))
+      return nullptr;
+    SmallVector<Value> ts;
+    SmallVector<Operation *> adds;
+    terms(linear->get(), ts, adds);
+    int64_t early = std::numeric_limits<int64_t>::max(), late = 0;
+    for (Value t : ts) {
+      early = std::min(early, depthOf(t));
+      late = std::max(late, depthOf(t));
     }
-    return false;
+    bool othersEarly = llvm::all_of(op.getOpOperands(), [&](OpOperand &o) {
+      return &o == linear || depthOf(o.get()) <= early;
+    });
+    if (early == late || !othersEarly)
+      return nullptr;
+    SmallVector<Value> earlyTerms, lateTerms;
+    for (Value t : ts)
+      (depthOf(t) == early ? earlyTerms : lateTerms).push_back(t);
+    Operation *parts[2];
+    for (auto [part, group] : llvm::zip(
+             parts, std::array<ArrayRef<Value>, 2>{earlyTerms, lateTerms})) {
+      Value sum = chain(builder, group, op.getLoc());
+      IRMapping map;
+      map.map(linear->get(), sum);
+      SmallVector<Value> operands(op.getOperands());
+      llvm::replace(operands, linear->get(), sum);
+      after(builder, operands);
+      part = builder.clone(op, map);
+      created(part);
+    }
+    builder.setInsertionPoint(&op);
+    Value sum = created(AddOp::create(
+        builder, op.getLoc(), parts[0]->getResult(0), parts[1]->getResult(0)));
+    op.getResult(0).replaceAllUsesWith(sum);
+    op.erase();
+    for (Operation *add : adds)
+      add->erase();
+    return parts[1];
+  }
+
+  /// Distributes every op that distribute() applies to, and again the late
+  /// applications it makes.
+  void distributeAll(OpBuilder &builder) {
+    SmallVector<Operation *> work;
+    for (Operation &op : llvm::reverse(block))
+      work.push_back(&op);
+    while (!work.empty())
+      if (Operation *late = distribute(builder, *work.pop_back_val()))
+        work.push_back(late);
   }
 
   /// Rebuilds each sum of three or more terms of different depths as a
   /// chain over its terms in order of depth.
   void reassociate(OpBuilder &builder) {
     SmallVector<AddOp> roots;
-    for (auto add : block.getOps<AddOp>()) {
-      Value v = add.getResult();
-      Operation *user = v.hasOneUse() ? v.use_begin()->getOwner() : nullptr;
-      bool inner =
-          user && user->getNumResults() == 1 && perTokenSum(user->getResult(0));
-      if (perTokenSum(v) && !inner)
+    for (auto add : block.getOps<AddOp>())
+      if (perTokenSum(add.getResult()) && !isTerm(add.getResult()))
         roots.push_back(add);
-    }
     for (AddOp root : roots) {
       SmallVector<Value> ts;
       SmallVector<Operation *> adds;
@@ -200,8 +222,6 @@ void mlir::drc::sumContributionsEarly(func::FuncOp fn,
     return;
   Sums sums(fn, analysis);
   OpBuilder builder(fn.getContext());
-  do
-    sums.update(fn);
-  while (sums.distributeOne(builder));
+  sums.distributeAll(builder);
   sums.reassociate(builder);
 }
