@@ -77,6 +77,10 @@ struct KernelBuilder {
   OpBuilder &b;
   Location loc;
   Type element;
+  /// Row sums of squares already built, by input: the weight gradients of
+  /// several normed linears of one state (HC's coefficient projections)
+  /// share one pass over it instead of each reading it again.
+  llvm::DenseMap<Value, Value> *sumSquaresOf = nullptr;
 
   RankedTensorType tensor(ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, element);
@@ -131,8 +135,19 @@ struct KernelBuilder {
         ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
   }
 
-  /// Row-wise sum of squares of x over its last dimension.
+  /// Row-wise sum of squares of x over its last dimension; one built
+  /// earlier in the same block is reused.
   Value rowSumSquares(Value x) {
+    if (sumSquaresOf)
+      if (Value known = sumSquaresOf->lookup(x);
+          known && known.getParentBlock() == b.getInsertionBlock())
+        return known;
+    Value ss = buildRowSumSquares(x);
+    if (sumSquaresOf)
+      (*sumSquaresOf)[x] = ss;
+    return ss;
+  }
+  Value buildRowSumSquares(Value x) {
     auto shape = cast<RankedTensorType>(x.getType()).getShape();
     unsigned rank = shape.size();
     SmallVector<unsigned> all, rows;
@@ -1441,7 +1456,8 @@ SmallVector<Value> lowerDepthAttentionGrad(KernelBuilder &k,
 
 /// Replaces `op` by its lowering; returns false for ops left to other passes.
 FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
-                         bool denseEmbeddingGrad) {
+                         bool denseEmbeddingGrad,
+                         llvm::DenseMap<Value, Value> *sumSquaresOf) {
   rewriter.setInsertionPoint(op);
   Type element;
   for (Value v : llvm::concat<Value>(op->getResults(), op->getOperands()))
@@ -1450,7 +1466,7 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
       element = t.getElementType();
       break;
     }
-  KernelBuilder k{rewriter, op->getLoc(), element};
+  KernelBuilder k{rewriter, op->getLoc(), element, sumSquaresOf};
   SmallVector<Value> results;
   bool handled = true;
   llvm::TypeSwitch<Operation *>(op)
@@ -1576,6 +1592,7 @@ struct LowerToLinalgPass
 
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
+    llvm::DenseMap<Value, Value> sumSquaresOf;
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<DrcDialect>(op->getDialect()))
@@ -1587,10 +1604,19 @@ struct LowerToLinalgPass
       if (isa<YieldOp>(op))
         continue;
       if (auto fused = dyn_cast<FusedOp>(op)) {
+        // Its body goes: forget the sums built from values inside it.
+        llvm::SmallVector<Value> inside;
+        for (auto [x, ss] : sumSquaresOf)
+          if (fused->isAncestor(x.getParentBlock()->getParentOp()) ||
+              fused->isAncestor(ss.getParentBlock()->getParentOp()))
+            inside.push_back(x);
+        for (Value x : inside)
+          sumSquaresOf.erase(x);
         lowerFused(rewriter, fused);
         continue;
       }
-      FailureOr<bool> lowered = lowerOne(op, rewriter, denseEmbeddingGrad);
+      FailureOr<bool> lowered =
+          lowerOne(op, rewriter, denseEmbeddingGrad, &sumSquaresOf);
       if (failed(lowered))
         return signalPassFailure();
       if (!*lowered && !isa<ParamOp, ParamRefOp, GradStoreOp, AdamWOp>(op)) {
