@@ -1604,11 +1604,11 @@ struct LowerToLinalgPass
       if (isa<YieldOp>(op))
         continue;
       if (auto fused = dyn_cast<FusedOp>(op)) {
-        // Its body goes: forget the sums built from values inside it.
-        llvm::SmallVector<Value> inside;
+        // Its body goes: forget the sums built in it (a sum sits in the
+        // block of the op that read x, so x's scope encloses it).
+        SmallVector<Value> inside;
         for (auto [x, ss] : sumSquaresOf)
-          if (fused->isAncestor(x.getParentBlock()->getParentOp()) ||
-              fused->isAncestor(ss.getParentBlock()->getParentOp()))
+          if (fused->isProperAncestor(ss.getDefiningOp()))
             inside.push_back(x);
         for (Value x : inside)
           sumSquaresOf.erase(x);
