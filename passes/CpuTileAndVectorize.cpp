@@ -95,6 +95,87 @@ sliceOrigin(RewriterBase &rewriter, Location loc,
   return {source, offsets};
 }
 
+/// Marks the dot-product loops (scheduleDotProducts) whose accumulators
+/// hoistAccumulators keeps in registers.
+constexpr llvm::StringLiteral kAccumulatingLoop = "drc.accumulating_loop";
+
+/// A fused region's coefficient projection, x̂ [16, 1024] · φᵀ with φ
+/// [16, 1024] read [n, k]: a register tile vectorised along n would gather
+/// each B column from n rows 4 KB apart. Both operands are contiguous along
+/// k, so it runs as dot products: partial[m, n, l] = Σ_kk A[m, 16 kk + l] ·
+/// B[n, 16 kk + l], register tiles of up to 4 x 4 dot products by 16 lanes
+/// kept in registers across kk, then C[m, n] += Σ_l partial[m, n, l].
+/// Returns false (nothing changed) when `op` is not such a matmul.
+bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
+  constexpr int64_t lanes = 16;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!isa<linalg::MatmulOp>(op) || ShapedType::isDynamicShape(ranges) ||
+      !op->getParentOfType<scf::ForallOp>())
+    return false;
+  int64_t m = ranges[0], n = ranges[1], k = ranges[2];
+  MLIRContext *ctx = op.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(3, ctx);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != identity.getSubMap({0, 2}) ||
+      maps[1] != identity.getSubMap({1, 2}) || k % lanes || k / lanes < 4 ||
+      m * n > 4096)
+    return false;
+  Location loc = op.getLoc();
+  Type element = getElementTypeOrSelf(op->getResult(0).getType());
+  rewriter.setInsertionPoint(op);
+  auto byLanes = [&](Value v, int64_t rows) -> Value {
+    return tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({rows, k / lanes, lanes}, element),
+        v, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  };
+  Value a = byLanes(op.getDpsInputOperand(0)->get(), m);
+  Value b = byLanes(op.getDpsInputOperand(1)->get(), n);
+  Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                         rewriter.getZeroAttr(element));
+  Value empty = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{m, n, lanes}, element);
+  Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  // Loops m, n, kk, l.
+  AffineMap loops = AffineMap::getMultiDimIdentityMap(4, ctx);
+  using utils::IteratorType;
+  auto partials = linalg::GenericOp::create(
+      rewriter, loc, init.getType(), ValueRange{a, b}, ValueRange{init},
+      ArrayRef<AffineMap>{loops.getSubMap({0, 2, 3}),
+                          loops.getSubMap({1, 2, 3}),
+                          loops.getSubMap({0, 1, 3})},
+      ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::parallel,
+                             IteratorType::reduction, IteratorType::parallel},
+      [](OpBuilder &builder, Location loc, ValueRange args) {
+        Value product = arith::MulFOp::create(builder, loc, args[0], args[1]);
+        linalg::YieldOp::create(
+            builder, loc,
+            arith::AddFOp::create(builder, loc, args[2], product).getResult());
+      });
+  auto combine = linalg::GenericOp::create(
+      rewriter, loc, op->getResult(0).getType(), partials.getResult(0),
+      op.getDpsInitOperand(0)->get(),
+      ArrayRef<AffineMap>{identity, identity.getSubMap({0, 1})},
+      ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::parallel,
+                             IteratorType::reduction},
+      [](OpBuilder &builder, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            builder, loc,
+            arith::AddFOp::create(builder, loc, args[1], args[0]).getResult());
+      });
+  rewriter.replaceOp(op, combine.getResults());
+  int64_t rn = dividing(n, {4, 2, 1}), rm = dividing(m, {16 / rn, 4, 2, 1});
+  auto registers = tile(rewriter, partials, {rm, rn, 1, 0}, /*forall=*/false);
+  if (failed(registers))
+    return true; // correct, untiled
+  registers->loops.back()->setAttr(kAccumulatingLoop, rewriter.getUnitAttr());
+  Operation *tileOp = registers->tiledOps.front();
+  rewriter.setInsertionPoint(tileOp);
+  if (auto vectorized = linalg::vectorize(rewriter, tileOp);
+      succeeded(vectorized))
+    rewriter.replaceOp(tileOp, vectorized->replacements);
+  return true;
+}
+
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
 /// b, m, n, k): threads over row blocks (or batch entries) unless it already
 /// runs inside a thread-parallel loop (a fused region's tile), a k block for
@@ -104,7 +185,7 @@ sliceOrigin(RewriterBase &rewriter, Location loc,
 LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
                              int64_t registerRows, int64_t registerColumns) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ShapedType::isDynamicShape(ranges))
+  if (ShapedType::isDynamicShape(ranges) || scheduleDotProducts(rewriter, op))
     return success();
   bool batched = ranges.size() == 4;
   ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
@@ -473,6 +554,17 @@ void hoistAccumulators(RewriterBase &rewriter, Operation *root) {
   root->walk([&](vector::ContractionOp contract) {
     if (auto loop = dyn_cast<scf::ForOp>(contract->getParentOp()))
       kLoops.push_back(loop);
+  });
+  // A dot-product loop's multiply and add become one FMA per lane and step.
+  root->walk([&](scf::ForOp loop) {
+    if (!loop->removeAttr(kAccumulatingLoop))
+      return;
+    kLoops.push_back(loop);
+    loop.getBody()->walk([](arith::ArithFastMathInterface math) {
+      math->setAttr(math.getFastMathAttrName(),
+                    arith::FastMathFlagsAttr::get(
+                        math->getContext(), arith::FastMathFlags::contract));
+    });
   });
   for (scf::ForOp loop : kLoops) {
     LoopLikeOpInterface hoisted = hoistLoopInvariantSubsets(

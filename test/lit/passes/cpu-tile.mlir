@@ -113,3 +113,37 @@ func.func @sinkhorn_rows(%a: tensor<256x4x4xf32>) -> tensor<256x4x4xf32> {
   }
   return %r : tensor<256x4x4xf32>
 }
+
+// mHC's H^res projection in a fused region's 16-token tile: x̂ [16, 1024]
+// times φᵀ, φ read [16, 1024]. Vectorised along n it would gather a column
+// of φ per k; it runs as dot products instead, both operands read 16
+// contiguous lanes per step, 4 x 4 dot products kept in registers across
+// the 64 steps (no transfer of the accumulator inside the loop), then the
+// 16 lanes summed into C.
+// CHECK-LABEL: func.func @tile_projection
+// CHECK-DAG: %[[X:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [16, 64, 16] : tensor<16x1024xf32> into tensor<16x64x16xf32>
+// CHECK-DAG: %[[PHI:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [16, 64, 16] : tensor<16x1024xf32> into tensor<16x64x16xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<4x4x16xf32>, vector<4x4x16xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c1 iter_args({{.*}}) -> ({{.*}}vector<4x4x16xf32>)
+// CHECK-NOT: vector.transfer_write
+// CHECK: tensor.extract_slice %[[X]]{{.*}} [4, 1, 16] [1, 1, 1]
+// CHECK: tensor.extract_slice %[[PHI]]{{.*}} [4, 1, 16] [1, 1, 1]
+// CHECK: arith.mulf {{.*}} fastmath<contract> : vector<4x4x1x16xf32>
+// CHECK: arith.addf {{.*}} fastmath<contract> : vector<4x4x16xf32>
+// CHECK: scf.yield
+// CHECK: vector.transfer_write {{.*}} : vector<4x4x16xf32>, tensor<4x4x16xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x16x16xf32>) outs(%{{.*}} : tensor<16x16xf32>)
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bt = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @tile_projection(%x: tensor<256x1024xf32>, %phi: tensor<16x1024xf32>, %z: tensor<256x16xf32>) -> tensor<256x16xf32> {
+  %r = scf.forall (%t) = (0) to (256) step (16) shared_outs(%o = %z) -> (tensor<256x16xf32>) {
+    %xs = tensor.extract_slice %x[%t, 0] [16, 1024] [1, 1] : tensor<256x1024xf32> to tensor<16x1024xf32>
+    %zs = tensor.extract_slice %o[%t, 0] [16, 16] [1, 1] : tensor<256x16xf32> to tensor<16x16xf32>
+    %p = linalg.matmul indexing_maps = [#a, #bt, #c] ins(%xs, %phi : tensor<16x1024xf32>, tensor<16x1024xf32>) outs(%zs : tensor<16x16xf32>) -> tensor<16x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %p into %o[%t, 0] [16, 16] [1, 1] : tensor<16x16xf32> into tensor<256x16xf32>
+    }
+  }
+  return %r : tensor<256x16xf32>
+}
