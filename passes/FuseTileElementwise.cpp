@@ -2,10 +2,10 @@
 //
 // A fused region's tile lowers to one linalg op per drc op: each reads and
 // writes a tile-sized temporary (16 tokens x 4 streams x 256 channels is
-// 64 KiB, beyond L1), and a stream mix by a width-1 operand (HC's
-// h ⊗ β, the write of a sublayer's output into n streams) is a zero fill
-// plus a "reduction" over one element. This pass makes such a mix
-// elementwise, lets it write its result instead of adding to zeros, and
+// 64 KiB, beyond L1), and a stream mix (HC's h ⊗ β, the write of a
+// sublayer's output into n streams, or a mix of the n streams) is a zero
+// fill plus a "reduction" over one to n elements. This pass makes such a
+// mix elementwise, lets it write its result instead of adding to zeros, and
 // merges single-use elementwise producers into their consumers inside the
 // tile, so a chain of them is one pass over the tile. A kernel a tile
 // computes twice (the backward's recomputed forward values) is computed once.
@@ -14,6 +14,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -26,9 +27,20 @@ using namespace mlir;
 
 namespace {
 
-/// A generic whose reduction loops all run once is elementwise: the loops
-/// are dropped (index 0 in every map) and the rest are parallel.
-struct UnitReductionToParallel : OpRewritePattern<linalg::GenericOp> {
+/// A fused region's tile runs a stream mix over n = 4 streams as a reduction:
+/// a zero fill of its [16, 4, 256] result, then a read-modify-write of it
+/// per stream. With its reduction loops run at most this many times in all,
+/// a generic is elementwise instead.
+constexpr int64_t kUnrolledReduction = 4;
+
+/// Drops the reduction loops of a generic that runs them at most
+/// kUnrolledReduction times (once, outside fused regions' tiles: the
+/// unfused program is the reference): its body is repeated once per
+/// reduction index, in loop order, each copy reading its own copy of the
+/// operands indexed by the reduction loops (at constant indices) and
+/// updating the previous copy's result. The arithmetic is the loop's, in
+/// the same order.
+struct ShortReductionToParallel : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
@@ -36,33 +48,92 @@ struct UnitReductionToParallel : OpRewritePattern<linalg::GenericOp> {
     SmallVector<unsigned> reductions;
     op.getReductionDims(reductions);
     if (reductions.empty() || !op.hasPureTensorSemantics() ||
-        !op.getBody()->getOps<linalg::IndexOp>().empty() ||
-        llvm::any_of(reductions, [&](unsigned d) { return ranges[d] != 1; }))
+        ShapedType::isDynamicShape(ranges) ||
+        !op.getBody()->getOps<linalg::IndexOp>().empty())
       return failure();
+    int64_t trips = 1;
+    for (unsigned d : reductions)
+      trips *= ranges[d];
+    if (trips >
+        (isa<scf::ForallOp>(op->getParentOp()) ? kUnrolledReduction : 1))
+      return failure();
+    // The reduction indices of each copy, the last loop fastest.
+    SmallVector<SmallVector<int64_t>> points(1);
+    for (unsigned d : reductions) {
+      SmallVector<SmallVector<int64_t>> next;
+      for (ArrayRef<int64_t> point : points)
+        for (int64_t i = 0; i < ranges[d]; ++i) {
+          next.emplace_back(point);
+          next.back().push_back(i);
+        }
+      points = std::move(next);
+    }
     MLIRContext *ctx = op.getContext();
-    unsigned rank = ranges.size(), kept = 0;
-    SmallVector<AffineExpr> replacement(rank);
-    for (unsigned d = 0; d < rank; ++d)
-      replacement[d] = llvm::is_contained(reductions, d)
-                           ? getAffineConstantExpr(0, ctx)
-                           : getAffineDimExpr(kept++, ctx);
+    unsigned rank = ranges.size(), kept = rank - reductions.size();
+    auto at = [&](AffineMap map, ArrayRef<int64_t> point) {
+      SmallVector<AffineExpr> replacement;
+      for (unsigned d = 0, r = 0, next = 0; d < rank; ++d)
+        replacement.push_back(llvm::is_contained(reductions, d)
+                                  ? getAffineConstantExpr(point[r++], ctx)
+                                  : getAffineDimExpr(next++, ctx));
+      return map.replaceDimsAndSymbols(replacement, {}, kept, 0);
+    };
+    // Operands and maps: one copy per point of each input the reduction
+    // loops index, one of the others; copyOf[input][point] is its position.
+    SmallVector<Value> inputs;
     SmallVector<AffineMap> maps;
+    SmallVector<SmallVector<unsigned>> copyOf;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      bool indexed = llvm::any_of(
+          reductions, [&](unsigned d) { return map.isFunctionOfDim(d); });
+      copyOf.emplace_back();
+      for (ArrayRef<int64_t> point : points) {
+        if (indexed || copyOf.back().empty()) {
+          inputs.push_back(input->get());
+          maps.push_back(at(map, point));
+        }
+        copyOf.back().push_back(inputs.size() - 1);
+      }
+    }
+    for (OpOperand &init : op.getDpsInitsMutable())
+      maps.push_back(at(op.getMatchingIndexingMap(&init), points.front()));
+    // Every loop left must still take its extent from some operand.
     llvm::SmallBitVector bare(kept);
-    for (AffineMap map : op.getIndexingMapsArray()) {
-      maps.push_back(map.replaceDimsAndSymbols(replacement, {}, kept, 0));
-      for (AffineExpr e : maps.back().getResults())
+    for (AffineMap map : maps)
+      for (AffineExpr e : map.getResults())
         if (auto dim = dyn_cast<AffineDimExpr>(e))
           bare.set(dim.getPosition());
-    }
-    // Every loop left must still take its extent from some operand.
     if (!bare.all())
       return failure();
+
+    Location loc = op.getLoc();
     auto parallel = linalg::GenericOp::create(
-        rewriter, op.getLoc(), op.getResultTypes(), op.getDpsInputs(),
-        op.getDpsInits(), maps,
+        rewriter, loc, op.getResultTypes(), inputs, op.getDpsInits(), maps,
         SmallVector<utils::IteratorType>(kept, utils::IteratorType::parallel));
-    rewriter.inlineRegionBefore(op.getRegion(), parallel.getRegion(),
-                                parallel.getRegion().end());
+    SmallVector<Type> argTypes;
+    for (Value v : llvm::concat<Value>(inputs, op.getDpsInits()))
+      argTypes.push_back(getElementTypeOrSelf(v.getType()));
+    Block *body =
+        rewriter.createBlock(&parallel.getRegion(), {}, argTypes,
+                             SmallVector<Location>(argTypes.size(), loc));
+    Block &old = *op.getBody();
+    unsigned numInputs = op.getNumDpsInputs();
+    SmallVector<Value> results(
+        body->getArguments().take_back(op.getNumDpsInits()));
+    for (unsigned point = 0; point < points.size(); ++point) {
+      IRMapping mapping;
+      for (unsigned i = 0; i < numInputs; ++i)
+        mapping.map(old.getArgument(i), body->getArgument(copyOf[i][point]));
+      for (auto [i, result] : llvm::enumerate(results))
+        mapping.map(old.getArgument(numInputs + i), result);
+      for (Operation &inner : old.without_terminator())
+        rewriter.clone(inner, mapping);
+      for (auto [result, yielded] :
+           llvm::zip(results, old.getTerminator()->getOperands()))
+        result = mapping.lookupOrDefault(yielded);
+    }
+    linalg::YieldOp::create(rewriter, loc, results);
     rewriter.replaceOp(op, parallel.getResults());
     return success();
   }
@@ -164,7 +235,7 @@ struct FuseTileElementwisePass
     : mlir::drc::impl::FuseTileElementwiseBase<FuseTileElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<UnitReductionToParallel, ReadFillValue, MergeRepeatedKernels>(
+    patterns.add<ShortReductionToParallel, ReadFillValue, MergeRepeatedKernels>(
         &getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, fusibleInTile);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

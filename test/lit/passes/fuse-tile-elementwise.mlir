@@ -165,3 +165,52 @@ func.func @repeated_reduction(%s: tensor<64x4x256xf32>) -> tensor<64x4xf32> {
   }
   return %r : tensor<64x4xf32>
 }
+
+// A mix of the 4 streams by a per-token 4 x 4 matrix (mHC's H^res, HC's
+// A_r): the reduction over streams is unrolled in order, so the tile's
+// result is written once, without a zero fill, reading each stream at a
+// constant index.
+// CHECK-LABEL: func.func @stream_mix
+// CHECK: scf.forall
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME: ins(%[[S:[^,]*]], %[[S]], %[[S]], %[[S]], %[[M:[^,]*]], %[[M]], %[[M]], %[[M]] :
+// CHECK: ^bb0(%[[S0:.*]]: f32, %[[S1:.*]]: f32, %[[S2:.*]]: f32, %[[S3:.*]]: f32, %[[M0:.*]]: f32, %[[M1:.*]]: f32, %[[M2:.*]]: f32, %[[M3:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[P0:.*]] = arith.mulf %[[S0]], %[[M0]]
+// CHECK-NEXT: %[[P1:.*]] = arith.mulf %[[S1]], %[[M1]]
+// CHECK-NEXT: %[[A1:.*]] = arith.addf %[[P0]], %[[P1]]
+// CHECK-NEXT: %[[P2:.*]] = arith.mulf %[[S2]], %[[M2]]
+// CHECK-NEXT: %[[A2:.*]] = arith.addf %[[A1]], %[[P2]]
+// CHECK-NEXT: %[[P3:.*]] = arith.mulf %[[S3]], %[[M3]]
+// CHECK-NEXT: %[[A3:.*]] = arith.addf %[[A2]], %[[P3]]
+// CHECK-NEXT: linalg.yield %[[A3]]
+// CHECK: scf.forall.in_parallel
+#mixed = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#matrix = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+func.func @stream_mix(%streams: tensor<64x4x256xf32>, %m: tensor<64x4x4xf32>) -> tensor<64x4x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x4x256xf32>
+  %r = scf.forall (%t) in (4) shared_outs(%o = %init) -> tensor<64x4x256xf32> {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %s = tensor.extract_slice %streams[%row, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %ms = tensor.extract_slice %m[%row, 0, 0] [16, 4, 4] [1, 1, 1]
+        : tensor<64x4x4xf32> to tensor<16x4x4xf32>
+    %e = tensor.empty() : tensor<16x4x256xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x4x256xf32>) -> tensor<16x4x256xf32>
+    %mix = linalg.generic {indexing_maps = [#mixed, #matrix, #tile],
+                           iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%s, %ms : tensor<16x4x256xf32>, tensor<16x4x4xf32>) outs(%z : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %p = arith.mulf %a, %b : f32
+      %q = arith.addf %acc, %p : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %mix into %o[%row, 0, 0] [16, 4, 256] [1, 1, 1]
+          : tensor<16x4x256xf32> into tensor<64x4x256xf32>
+    }
+  }
+  return %r : tensor<64x4x256xf32>
+}
