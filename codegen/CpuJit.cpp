@@ -1,14 +1,18 @@
 //===- CpuJit.cpp - JIT of memref-only functions for the host ------------===//
 #include "codegen/CpuJit.h"
+#include "codegen/CpuPipeline.h"
 #include "codegen/ObjectCache.h"
 #include "codegen/ScratchPool.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -152,8 +156,21 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine,
   return objects;
 }
 
-FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
-                                                  EntryShapes shapes) {
+/// The bytes of `program` that its lowering depends on: MLIR bytecode
+/// without locations (the spec's path does not change the code).
+static std::string programBytes(ModuleOp program) {
+  OwningOpRef<ModuleOp> copy = program.clone();
+  PassManager strip(program.getContext());
+  strip.addPass(createStripDebugInfoPass());
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  if (failed(strip.run(*copy)) || failed(writeBytecodeToFile(*copy, os)))
+    return "";
+  return bytes;
+}
+
+FailureOr<std::unique_ptr<CpuJit>>
+CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
   static bool initialised = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -164,7 +181,7 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   std::string error;
   if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(DRC_LIBOMP_PATH,
                                                         &error))
-    return llvmModule.emitError()
+    return program.emitError()
            << "drc: cannot load the OpenMP runtime " << DRC_LIBOMP_PATH << ": "
            << error << " (scripts/setup installs libomp-22-dev)";
 
@@ -172,51 +189,65 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   // no cost model and leaves loops scalar.
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
-    return llvmModule.emitError() << "drc: cannot describe this CPU: "
-                                  << llvm::toString(builder.takeError());
+    return program.emitError() << "drc: cannot describe this CPU: "
+                               << llvm::toString(builder.takeError());
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto machine = builder->createTargetMachine();
   if (!machine)
-    return llvmModule.emitError() << "drc: no LLVM target for this CPU: "
-                                  << llvm::toString(machine.takeError());
-
-  registerBuiltinDialectTranslation(*llvmModule.getContext());
-  registerLLVMDialectTranslation(*llvmModule.getContext());
-  registerOpenMPDialectTranslation(*llvmModule.getContext());
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> module =
-      translateModuleToLLVMIR(llvmModule, llvmContext);
-  if (!module)
-    return llvmModule.emitError() << "drc: translation to LLVM IR failed";
-  module->setTargetTriple((*machine)->getTargetTriple());
-  module->setDataLayout((*machine)->createDataLayout());
-  if (failed(addPackedEntries(*module, shapes, llvmModule)))
-    return failure();
-  // An entry point is one basic block of thousands of kernel calls, buffer
-  // allocations and descriptor updates; LLVM's instruction schedulers are
-  // quadratic in block size and spent most of a minute on it. It runs once
-  // per step, so it is compiled without optimisation; the kernels are not.
-  for (const auto &entry : shapes)
-    if (llvm::Function *fn = module->getFunction(entry.getKey())) {
-      fn->addFnAttr(llvm::Attribute::OptimizeNone);
-      fn->addFnAttr(llvm::Attribute::NoInline);
-    }
+    return program.emitError() << "drc: no LLVM target for this CPU: "
+                               << llvm::toString(machine.takeError());
 
   // One part per core, at most 8.
   unsigned parts = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  ObjectCache cache(*module, **machine, parts);
-  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects = cache.load();
+  std::string key = programBytes(program); // empty: no program entry
+  if (!key.empty())
+    key += gpuLoops ? "\0gpu-loops" : "\0cpu";
+  ObjectCache programCache = ObjectCache::forProgram(key, **machine, parts);
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects =
+      programCache.load();
   bool fromCache = !objects.empty();
   if (!fromCache) {
-    auto code = compileObjects(*module, **machine, *builder, parts);
-    if (!code)
-      return llvmModule.emitError() << "drc: LLVM compilation failed: "
-                                    << llvm::toString(code.takeError());
-    cache.store(*code);
-    for (SmallVector<char, 0> &object : *code)
-      objects.push_back(std::make_unique<llvm::SmallVectorMemoryBuffer>(
-          std::move(object), "drc-program.o",
-          /*RequiresNullTerminator=*/false));
+    PassManager codegen(program.getContext());
+    buildCpuCodegenPipeline(codegen, gpuLoops);
+    if (failed(codegen.run(program)))
+      return failure();
+    registerBuiltinDialectTranslation(*program.getContext());
+    registerLLVMDialectTranslation(*program.getContext());
+    registerOpenMPDialectTranslation(*program.getContext());
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> module =
+        translateModuleToLLVMIR(program, llvmContext);
+    if (!module)
+      return program.emitError() << "drc: translation to LLVM IR failed";
+    module->setTargetTriple((*machine)->getTargetTriple());
+    module->setDataLayout((*machine)->createDataLayout());
+    if (failed(addPackedEntries(*module, shapes, program)))
+      return failure();
+    // An entry point is one basic block of thousands of kernel calls, buffer
+    // allocations and descriptor updates; LLVM's instruction schedulers are
+    // quadratic in block size and spent most of a minute on it. It runs
+    // once per step, so it is compiled without optimisation; the kernels
+    // are not.
+    for (const auto &entry : shapes)
+      if (llvm::Function *fn = module->getFunction(entry.getKey())) {
+        fn->addFnAttr(llvm::Attribute::OptimizeNone);
+        fn->addFnAttr(llvm::Attribute::NoInline);
+      }
+    ObjectCache moduleCache = ObjectCache::forModule(*module, **machine, parts);
+    objects = moduleCache.load();
+    fromCache = !objects.empty();
+    if (!fromCache) {
+      auto code = compileObjects(*module, **machine, *builder, parts);
+      if (!code)
+        return program.emitError() << "drc: LLVM compilation failed: "
+                                   << llvm::toString(code.takeError());
+      moduleCache.store(*code);
+      for (SmallVector<char, 0> &object : *code)
+        objects.push_back(std::make_unique<llvm::SmallVectorMemoryBuffer>(
+            std::move(object), "drc-program.o",
+            /*RequiresNullTerminator=*/false));
+    }
+    programCache.linkTo(moduleCache);
   }
   if (const char *dump = getenv("DRC_DUMP_OBJECT"))
     for (size_t i = 0; i < objects.size(); ++i) {
@@ -248,13 +279,13 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
               })
           .create();
   if (!jit)
-    return llvmModule.emitError()
+    return program.emitError()
            << "drc: cannot create the JIT: " << llvm::toString(jit.takeError());
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       (*jit)->getDataLayout().getGlobalPrefix());
   if (!process)
-    return llvmModule.emitError()
+    return program.emitError()
            << "drc: " << llvm::toString(process.takeError());
   lib.addGenerator(std::move(*process));
   // Temporaries come from the scratch pool (ScratchPool.h).
@@ -269,10 +300,10 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   bind("_mlir_memref_to_llvm_aligned_alloc", &scratchAlignedAlloc);
   bind("_mlir_memref_to_llvm_free", &scratchFree);
   if (llvm::Error e = lib.define(llvm::orc::absoluteSymbols(std::move(pool))))
-    return llvmModule.emitError() << "drc: " << llvm::toString(std::move(e));
+    return program.emitError() << "drc: " << llvm::toString(std::move(e));
   for (std::unique_ptr<llvm::MemoryBuffer> &object : objects)
     if (llvm::Error e = (*jit)->addObjectFile(std::move(object)))
-      return llvmModule.emitError()
+      return program.emitError()
              << "drc: cannot load the program's object code: "
              << llvm::toString(std::move(e));
 
@@ -281,8 +312,8 @@ FailureOr<std::unique_ptr<CpuJit>> CpuJit::create(ModuleOp llvmModule,
   for (const auto &entry : shapes) {
     auto address = (*jit)->lookup(packedName(entry.getKey()));
     if (!address)
-      return llvmModule.emitError() << "drc: JIT lookup failed: "
-                                    << llvm::toString(address.takeError());
+      return program.emitError() << "drc: JIT lookup failed: "
+                                 << llvm::toString(address.takeError());
     entries[entry.getKey()] = address->toPtr<Packed>();
   }
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(*jit), std::move(shapes),

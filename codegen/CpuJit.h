@@ -31,10 +31,14 @@ FailureOr<EntryShapes> recordEntryShapes(ModuleOp module);
 
 class CpuJit {
 public:
-  /// JIT-compiles an LLVM-dialect module (or loads its cached object); errors
-  /// go to the diagnostic handler of its context.
-  static FailureOr<std::unique_ptr<CpuJit>> create(ModuleOp llvmModule,
-                                                   EntryShapes shapes);
+  /// Lowers a program bound to the runtime buffers (drc-bind-buffers
+  /// output) with the CPU codegen pipeline (buildCpuCodegenPipeline) and
+  /// JIT-compiles it, or loads its object code from the cache (ObjectCache:
+  /// by the program itself, then by its LLVM IR). `program` is lowered in
+  /// place unless the program entry hits. Errors go to the diagnostic
+  /// handler of its context.
+  static FailureOr<std::unique_ptr<CpuJit>>
+  create(ModuleOp program, EntryShapes shapes, bool gpuLoops = false);
 
   /// Calls function `name` with one data pointer per memref argument.
   LogicalResult call(StringRef name, ArrayRef<void *> data);

@@ -154,11 +154,7 @@ mlir::drc::compileForHost(ModuleOp module,
   FailureOr<EntryShapes> shapes = recordEntryShapes(module);
   if (failed(shapes))
     return failure();
-  PassManager codegen(context);
-  buildCpuCodegenPipeline(codegen, train.gpuLoops);
-  if (failed(codegen.run(module)))
-    return failure();
-  auto jit = CpuJit::create(module, std::move(*shapes));
+  auto jit = CpuJit::create(module, std::move(*shapes), train.gpuLoops);
   if (failed(jit))
     return failure();
   return HostProgram{std::move(table), std::move(*jit)};

@@ -12,15 +12,19 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
+#include <optional>
 
 using namespace mlir::drc;
 
 /// Changes whenever CpuJit compiles the same IR differently.
 static constexpr const char *kRecipe = "O3 Aggressive v3";
 
-/// An entry: the magic, the number of objects, then each object's size
-/// (8 bytes, little-endian) and bytes.
+/// A module entry: the magic, the number of objects, then each object's
+/// size (8 bytes, little-endian) and bytes.
 static constexpr llvm::StringLiteral kMagic = "drc-objects\n";
+/// A program entry: the magic, then the file name of a module entry in the
+/// same directory.
+static constexpr llvm::StringLiteral kLinkMagic = "drc-link\n";
 
 static std::string cacheDirectory() {
   if (const char *dir = std::getenv("DRC_CACHE_DIR"))
@@ -36,34 +40,105 @@ static std::string cacheDirectory() {
   return std::string(dir);
 }
 
-ObjectCache::ObjectCache(const llvm::Module &module,
-                         const llvm::TargetMachine &machine, unsigned parts) {
+/// The entry file for `key` (plus the target and recipe), named by their
+/// hash with `extension`; empty when the cache is off.
+static std::string entryPath(std::string key,
+                             const llvm::TargetMachine &machine, unsigned parts,
+                             llvm::StringRef extension) {
   std::string dir = cacheDirectory();
   if (dir.empty())
-    return;
-  std::string key;
+    return "";
   llvm::raw_string_ostream os(key);
-  llvm::WriteBitcodeToFile(module, os);
   os << '\0' << machine.getTargetTriple().str() << '\0'
      << machine.getTargetCPU() << '\0' << machine.getTargetFeatureString()
      << '\0' << LLVM_VERSION_STRING << '\0' << kRecipe << '\0' << parts;
-  llvm::XXH128_hash_t hash = llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(key.data()), key.size()));
+  llvm::XXH128_hash_t hash =
+      llvm::xxh3_128bits(llvm::arrayRefFromStringRef(key));
   llvm::SmallString<256> file(dir);
   llvm::sys::path::append(
       file,
-      llvm::formatv("{0:x-16}{1:x-16}.objects", hash.high64, hash.low64).str());
-  path = std::string(file);
+      llvm::formatv("{0:x-16}{1:x-16}.{2}", hash.high64, hash.low64, extension)
+          .str());
+  return std::string(file);
 }
 
-std::vector<std::unique_ptr<llvm::MemoryBuffer>> ObjectCache::load() const {
+/// The bytes of the running executable, hashed once; none if unreadable.
+static std::optional<std::string> executableFingerprint() {
+  static std::optional<std::string> fingerprint =
+      []() -> std::optional<std::string> {
+    static int anchor;
+    std::string exe = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+    auto bytes = llvm::MemoryBuffer::getFile(exe, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+    if (exe.empty() || !bytes)
+      return std::nullopt;
+    llvm::XXH128_hash_t hash =
+        llvm::xxh3_128bits(llvm::arrayRefFromStringRef((*bytes)->getBuffer()));
+    return llvm::formatv("{0:x-16}{1:x-16}", hash.high64, hash.low64).str();
+  }();
+  return fingerprint;
+}
+
+ObjectCache ObjectCache::forModule(const llvm::Module &module,
+                                   const llvm::TargetMachine &machine,
+                                   unsigned parts) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  llvm::WriteBitcodeToFile(module, os);
+  return ObjectCache(entryPath(std::move(key), machine, parts, "objects"));
+}
+
+ObjectCache ObjectCache::forProgram(llvm::StringRef program,
+                                    const llvm::TargetMachine &machine,
+                                    unsigned parts) {
+  std::optional<std::string> executable = executableFingerprint();
+  if (program.empty() || !executable)
+    return ObjectCache("");
+  return ObjectCache(entryPath((program + "\0" + *executable).str(), machine,
+                               parts, "program"));
+}
+
+/// Writes `path` atomically (a temporary file renamed over it); on any
+/// failure leaves it as it was.
+static void
+writeAtomically(llvm::StringRef path,
+                llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  if (llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path)))
+    return;
+  int fd;
+  llvm::SmallString<256> temporary;
+  if (llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, temporary))
+    return;
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    write(out);
+    out.close();
+    if (out.has_error()) {
+      out.clear_error();
+      llvm::sys::fs::remove(temporary);
+      return;
+    }
+  }
+  if (llvm::sys::fs::rename(temporary, path))
+    llvm::sys::fs::remove(temporary);
+}
+
+/// The objects of the entry at `path`, or none; a program entry's link is
+/// followed once.
+static std::vector<std::unique_ptr<llvm::MemoryBuffer>>
+loadEntry(const std::string &path, bool followLink) {
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
-  if (path.empty())
-    return objects;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return objects;
   llvm::StringRef rest = (*buffer)->getBuffer();
+  if (rest.consume_front(kLinkMagic)) {
+    if (!followLink || rest.empty() || rest.contains('/'))
+      return objects;
+    llvm::SmallString<256> target(llvm::sys::path::parent_path(path));
+    llvm::sys::path::append(target, rest);
+    return loadEntry(std::string(target), /*followLink=*/false);
+  }
   if (!rest.consume_front(kMagic) || rest.size() < 8)
     return objects;
   auto take64 = [&rest](uint64_t &value) {
@@ -94,19 +169,17 @@ std::vector<std::unique_ptr<llvm::MemoryBuffer>> ObjectCache::load() const {
   return objects;
 }
 
+std::vector<std::unique_ptr<llvm::MemoryBuffer>> ObjectCache::load() const {
+  if (path.empty())
+    return {};
+  return loadEntry(path, /*followLink=*/true);
+}
+
 void ObjectCache::store(
     llvm::ArrayRef<llvm::SmallVector<char, 0>> objects) const {
   if (path.empty())
     return;
-  llvm::StringRef dir = llvm::sys::path::parent_path(path);
-  if (llvm::sys::fs::create_directories(dir))
-    return;
-  int fd;
-  llvm::SmallString<256> temporary;
-  if (llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, temporary))
-    return;
-  {
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+  writeAtomically(path, [&](llvm::raw_ostream &out) {
     auto write64 = [&out](uint64_t value) {
       char bytes[8];
       llvm::support::endian::write64le(bytes, value);
@@ -118,13 +191,13 @@ void ObjectCache::store(
       write64(object.size());
       out.write(object.data(), object.size());
     }
-    out.close();
-    if (out.has_error()) {
-      out.clear_error();
-      llvm::sys::fs::remove(temporary);
-      return;
-    }
-  }
-  if (llvm::sys::fs::rename(temporary, path))
-    llvm::sys::fs::remove(temporary);
+  });
+}
+
+void ObjectCache::linkTo(const ObjectCache &module) const {
+  if (path.empty() || module.path.empty())
+    return;
+  writeAtomically(path, [&](llvm::raw_ostream &out) {
+    out << kLinkMagic << llvm::sys::path::filename(module.path);
+  });
 }

@@ -2,10 +2,18 @@
 //
 // LLVM's O3 and code generation of a train step take about a minute, and the
 // same program is compiled again by every run of the same shape: resumed
-// runs, seeds and learning rates of a sweep, drc-eval after drc-train. The
-// cache keys an object by a 128-bit hash of the unoptimised LLVM IR (as
-// bitcode), the target CPU and features, LLVM's version and the codegen
-// recipe, so a hit is the object LLVM would produce again.
+// runs, seeds and learning rates of a sweep, drc-eval after drc-train. Two
+// kinds of entry find it again:
+//
+// - a module entry holds the objects, keyed by a 128-bit hash of the
+//   unoptimised LLVM IR (as bitcode), the target CPU and features, LLVM's
+//   version and the codegen recipe: a hit is the object LLVM would produce
+//   again, whichever drc executable made the IR;
+// - a program entry links to a module entry, keyed by the program before
+//   the MLIR codegen pipeline (its bytes, without locations), this
+//   executable's own bytes (a rebuilt compiler never reuses an older one's
+//   entry), the target and the recipe. A hit skips the codegen pipeline
+//   too, which takes most of a cached start (8 s of 9 for HC at d256).
 //
 // A program compiled in parts (one per thread) is one entry holding every
 // part's object.
@@ -31,17 +39,27 @@ namespace mlir::drc {
 
 class ObjectCache {
 public:
-  /// The cache for `module` compiled by `machine` in `parts` parts; call
-  /// before optimising.
-  ObjectCache(const llvm::Module &module, const llvm::TargetMachine &machine,
-              unsigned parts);
+  /// The module entry of `module` compiled by `machine` in `parts` parts;
+  /// call before optimising.
+  static ObjectCache forModule(const llvm::Module &module,
+                               const llvm::TargetMachine &machine,
+                               unsigned parts);
+  /// The program entry of `program` (bytes that determine the LLVM IR this
+  /// executable lowers it to) for `machine` in `parts` parts; none (a
+  /// disabled entry) if `program` is empty.
+  static ObjectCache forProgram(llvm::StringRef program,
+                                const llvm::TargetMachine &machine,
+                                unsigned parts);
 
-  /// The cached objects, or none.
+  /// The cached objects (through the link of a program entry), or none.
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> load() const;
   /// Stores `objects`; failures only cost the next run a compile.
   void store(llvm::ArrayRef<llvm::SmallVector<char, 0>> objects) const;
+  /// Makes this (program) entry load the objects of `module`'s entry.
+  void linkTo(const ObjectCache &module) const;
 
 private:
+  explicit ObjectCache(std::string path) : path(std::move(path)) {}
   std::string path; // empty: cache disabled
 };
 
