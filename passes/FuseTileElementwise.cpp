@@ -8,12 +8,14 @@
 // mix elementwise, lets it write its result instead of adding to zeros, and
 // merges single-use elementwise producers into their consumers inside the
 // tile, so a chain of them is one pass over the tile. A kernel a tile
-// computes twice (the backward's recomputed forward values) is computed once.
+// computes twice (the backward's recomputed forward values) is computed once,
+// and a result saved through a reshape is written in place, not copied.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -217,6 +219,107 @@ struct MergeRepeatedKernels : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// A tile's result leaves through a reshape when the region's output is a
+/// view of it: mHC's state tile [16, 4, 256] saved as the [16, 1024] rows its
+/// backward reads, a stream mix [16, 1, 256] saved as [16, 256].
+/// Bufferization cannot write the producer in place through the reshape, so
+/// it computed into a temporary and copied it out. The loop's output is
+/// reshaped instead (outside the loop, where it is a view): the tile inserts
+/// the value as computed, whose producer then writes the output directly.
+/// Applies when the reshape merges only dimensions the insert covers whole.
+struct InsertBeforeReshape : OpRewritePattern<scf::ForallOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(scf::ForallOp forall,
+                                PatternRewriter &rewriter) const override {
+    for (Operation &op : forall.getTerminator().getYieldingOps()) {
+      auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&op);
+      auto collapse =
+          insert ? insert.getSource().getDefiningOp<tensor::CollapseShapeOp>()
+                 : nullptr;
+      if (!collapse || !insert.hasUnitStride() ||
+          !collapse.getSrcType().hasStaticShape())
+        continue;
+      auto out = cast<BlockArgument>(insert.getDest());
+      auto type = cast<RankedTensorType>(out.getType());
+      if (insert.getSourceType().getRank() != type.getRank() ||
+          !type.hasStaticShape())
+        continue;
+      SmallVector<ReassociationIndices> groups =
+          collapse.getReassociationIndices();
+      if (!llvm::all_of(llvm::enumerate(groups), [&](auto group) {
+            unsigned i = group.index();
+            return group.value().size() == 1 ||
+                   (isConstantIntValue(insert.getMixedOffsets()[i], 0) &&
+                    getConstantIntValue(insert.getMixedSizes()[i]) ==
+                        type.getDimSize(i));
+          }))
+        continue;
+      rewrite(forall, insert, collapse, rewriter);
+      return success();
+    }
+    return failure();
+  }
+
+  static void rewrite(scf::ForallOp forall,
+                      tensor::ParallelInsertSliceOp insert,
+                      tensor::CollapseShapeOp collapse,
+                      PatternRewriter &rewriter) {
+    Location loc = forall.getLoc();
+    auto out = cast<BlockArgument>(insert.getDest());
+    auto type = cast<RankedTensorType>(out.getType());
+    SmallVector<int64_t> shape;
+    SmallVector<ReassociationIndices> groups =
+        collapse.getReassociationIndices();
+    for (auto [i, group] : llvm::enumerate(groups))
+      for (int64_t d : group)
+        shape.push_back(group.size() == 1
+                            ? type.getDimSize(i)
+                            : collapse.getSrcType().getDimSize(d));
+    auto expanded = RankedTensorType::get(shape, type.getElementType());
+    unsigned position = out.getArgNumber();
+    unsigned index = position - forall.getRank();
+    rewriter.setInsertionPoint(forall);
+    SmallVector<Value> outputs(forall.getOutputs());
+    outputs[index] = tensor::ExpandShapeOp::create(rewriter, loc, expanded,
+                                                   outputs[index], groups);
+    auto replacement = scf::ForallOp::create(
+        rewriter, loc, forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+        forall.getMixedStep(), outputs, forall.getMapping());
+    Block *body = replacement.getBody();
+    rewriter.eraseOp(body->getTerminator());
+    // Other readers of the output see it in its old shape.
+    rewriter.setInsertionPointToStart(body);
+    SmallVector<Value> arguments(body->getArguments());
+    Value expandedOut = arguments[position];
+    arguments[position] = tensor::CollapseShapeOp::create(rewriter, loc, type,
+                                                          expandedOut, groups);
+    rewriter.mergeBlocks(forall.getBody(), body, arguments);
+    // The insert's offsets now refer to the new loop's values.
+    SmallVector<OpFoldResult> offsets = insert.getMixedOffsets(),
+                              sizes = insert.getMixedSizes(), newOffsets,
+                              newSizes;
+    for (auto [i, group] : llvm::enumerate(groups))
+      for (int64_t d : group) {
+        bool merged = group.size() > 1;
+        newOffsets.push_back(merged ? rewriter.getIndexAttr(0) : offsets[i]);
+        newSizes.push_back(
+            merged ? rewriter.getIndexAttr(collapse.getSrcType().getDimSize(d))
+                   : sizes[i]);
+      }
+    rewriter.setInsertionPoint(insert);
+    SmallVector<OpFoldResult> strides(shape.size(), rewriter.getIndexAttr(1));
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, collapse.getSrc(),
+                                          expandedOut, newOffsets, newSizes,
+                                          strides);
+    rewriter.eraseOp(insert);
+    rewriter.setInsertionPointAfter(replacement);
+    SmallVector<Value> results(replacement.getResults());
+    results[index] = tensor::CollapseShapeOp::create(rewriter, loc, type,
+                                                     results[index], groups);
+    rewriter.replaceOp(forall, results);
+  }
+};
+
 /// Merge an elementwise producer into its only user when both are in
 /// the same fused-region tile and the consumer reads each produced element
 /// once (its map for the operand is a permutation of its loops): nothing is
@@ -235,8 +338,8 @@ struct FuseTileElementwisePass
     : mlir::drc::impl::FuseTileElementwiseBase<FuseTileElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ShortReductionToParallel, ReadFillValue, MergeRepeatedKernels>(
-        &getContext());
+    patterns.add<ShortReductionToParallel, ReadFillValue, MergeRepeatedKernels,
+                 InsertBeforeReshape>(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, fusibleInTile);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

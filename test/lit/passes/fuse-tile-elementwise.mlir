@@ -214,3 +214,36 @@ func.func @stream_mix(%streams: tensor<64x4x256xf32>, %m: tensor<64x4x4xf32>) ->
   }
   return %r : tensor<64x4x256xf32>
 }
+
+// mHC's state tile [16, 4, 256], saved as the [16, 1024] rows its backward
+// reads: the loop's output is reshaped outside the loop instead, so the tile
+// inserts the value as computed (bufferization then writes it in place, not
+// into a temporary copied out through the reshape).
+// CHECK-LABEL: func.func @flat_output
+// CHECK: %[[INIT:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [64, 4, 256] : tensor<64x1024xf32> into tensor<64x4x256xf32>
+// CHECK: %[[LOOP:.*]] = scf.forall (%{{.*}}) in (4) shared_outs(%[[OUT:.*]] = %[[INIT]]) -> (tensor<64x4x256xf32>)
+// CHECK: %[[X:.*]] = linalg.generic
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: tensor.parallel_insert_slice %[[X]] into %[[OUT]][%{{.*}}, 0, 0] [16, 4, 256] [1, 1, 1] : tensor<16x4x256xf32> into tensor<64x4x256xf32>
+// CHECK: tensor.collapse_shape %[[LOOP]] {{\[\[}}0], [1, 2]] : tensor<64x4x256xf32> into tensor<64x1024xf32>
+func.func @flat_output(%streams: tensor<64x4x256xf32>) -> tensor<64x1024xf32> {
+  %init = tensor.empty() : tensor<64x1024xf32>
+  %r = scf.forall (%t) in (4) shared_outs(%o = %init) -> tensor<64x1024xf32> {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %s = tensor.extract_slice %streams[%row, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %e = tensor.empty() : tensor<16x4x256xf32>
+    %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%s : tensor<16x4x256xf32>) outs(%e : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %unused: f32):
+      %q = arith.mulf %a, %a : f32
+      linalg.yield %q : f32
+    } -> tensor<16x4x256xf32>
+    %flat = tensor.collapse_shape %x [[0], [1, 2]] : tensor<16x4x256xf32> into tensor<16x1024xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %flat into %o[%row, 0] [16, 1024] [1, 1]
+          : tensor<16x1024xf32> into tensor<64x1024xf32>
+    }
+  }
+  return %r : tensor<64x1024xf32>
+}
