@@ -11,8 +11,10 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::drc {
 #define GEN_PASS_DEF_CPUTILEANDVECTORIZE
@@ -106,20 +108,31 @@ constexpr llvm::StringLiteral kAccumulatingLoop = "drc.accumulating_loop";
 /// B[n, 16 kk + l], register tiles of up to 4 x 4 dot products by 16 lanes
 /// kept in registers across kk, then C[m, n] += Σ_l partial[m, n, l].
 /// Returns false (nothing changed) when `op` is not such a matmul.
-bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
-  constexpr int64_t lanes = 16;
+constexpr int64_t kDotLanes = 16;
+constexpr int64_t kDotResultElements = 4096;
+
+/// Whether scheduleDotProducts applies to `op`.
+bool runsAsDotProducts(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (!isa<linalg::MatmulOp>(op) || ShapedType::isDynamicShape(ranges) ||
       !op->getParentOfType<scf::ForallOp>())
     return false;
   int64_t m = ranges[0], n = ranges[1], k = ranges[2];
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(3, op.getContext());
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  return maps[0] == identity.getSubMap({0, 2}) &&
+         maps[1] == identity.getSubMap({1, 2}) && k % kDotLanes == 0 &&
+         k / kDotLanes >= 4 && m * n <= kDotResultElements;
+}
+
+bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
+  constexpr int64_t lanes = kDotLanes;
+  if (!runsAsDotProducts(op))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t m = ranges[0], n = ranges[1], k = ranges[2];
   MLIRContext *ctx = op.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(3, ctx);
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (maps[0] != identity.getSubMap({0, 2}) ||
-      maps[1] != identity.getSubMap({1, 2}) || k % lanes || k / lanes < 4 ||
-      m * n > 4096)
-    return false;
   Location loc = op.getLoc();
   Type element = getElementTypeOrSelf(op->getResult(0).getType());
   rewriter.setInsertionPoint(op);
@@ -174,6 +187,94 @@ bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
       succeeded(vectorized))
     rewriter.replaceOp(tileOp, vectorized->replacements);
   return true;
+}
+
+/// The coefficient projections of one set of streams in a fused tile (HC's
+/// three per stream, mHC's φ^pre, φ^post and φ^res of the flattened set) are
+/// dot-product matmuls (runsAsDotProducts) of one tile A by weights defined
+/// outside the tile loop, so each reads A once. Merged, A is read once: the
+/// weights are stacked before the loop, once per run of it, and each result
+/// is a column slice of the merged one. Only fresh (zero-filled) results
+/// are merged.
+void mergeProjections(RewriterBase &rewriter, Operation *root) {
+  // By block and A; an A reshaped from the same value by the same
+  // collapse_shape (one per use before CSE) is the same A.
+  llvm::MapVector<std::tuple<Block *, Value, Attribute>,
+                  SmallVector<linalg::MatmulOp>>
+      byOperand;
+  auto operand =
+      [](linalg::MatmulOp op) -> std::tuple<Block *, Value, Attribute> {
+    Value a = op.getDpsInputOperand(0)->get();
+    if (auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>())
+      return {op->getBlock(), collapse.getSrc(),
+              collapse.getReassociationAttr()};
+    return {op->getBlock(), a, Attribute()};
+  };
+  root->walk([&](linalg::MatmulOp op) {
+    if (!runsAsDotProducts(op))
+      return;
+    auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+    Value b = op.getDpsInputOperand(1)->get();
+    auto forall = op->getParentOfType<scf::ForallOp>();
+    if (fill && matchPattern(fill.getInputs().front(), m_AnyZeroFloat()) &&
+        !forall->isAncestor(b.getParentBlock()->getParentOp()))
+      byOperand[operand(op)].push_back(op);
+  });
+  auto weight = [](linalg::MatmulOp op) {
+    return cast<RankedTensorType>(op.getDpsInputOperand(1)->get().getType());
+  };
+  for (auto &[key, ops] : byOperand) {
+    if (ops.size() < 2)
+      continue;
+    linalg::MatmulOp first = ops.front();
+    Location loc = first.getLoc();
+    int64_t m = cast<RankedTensorType>(first->getResult(0).getType())
+                    .getDimSize(0),
+            k = weight(first).getDimSize(1), rows = 0;
+    Type element = weight(first).getElementType();
+    for (linalg::MatmulOp op : ops)
+      rows += weight(op).getDimSize(0);
+    if (m * rows > kDotResultElements)
+      continue;
+    OpFoldResult zeroIndex = rewriter.getIndexAttr(0),
+                 one = rewriter.getIndexAttr(1);
+    rewriter.setInsertionPoint(first->getParentOfType<scf::ForallOp>());
+    Value stacked = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<int64_t>{rows, k}, element);
+    SmallVector<int64_t> firstRow;
+    for (int64_t row = 0; linalg::MatmulOp op : ops) {
+      int64_t n = weight(op).getDimSize(0);
+      firstRow.push_back(row);
+      stacked = tensor::InsertSliceOp::create(
+          rewriter, loc, op.getDpsInputOperand(1)->get(), stacked,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(row), zeroIndex},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(n),
+                                 rewriter.getIndexAttr(k)},
+          ArrayRef<OpFoldResult>{one, one});
+      row += n;
+    }
+    rewriter.setInsertionPoint(first);
+    Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                           rewriter.getZeroAttr(element));
+    Value empty = tensor::EmptyOp::create(rewriter, loc,
+                                          ArrayRef<int64_t>{m, rows}, element);
+    Value init =
+        linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    auto merged = linalg::MatmulOp::create(
+        rewriter, loc, TypeRange{init.getType()},
+        ValueRange{first.getDpsInputOperand(0)->get(), stacked},
+        ValueRange{init}, first->getAttrs());
+    for (auto [op, row] : llvm::zip(ops, firstRow)) {
+      Value slice = tensor::ExtractSliceOp::create(
+          rewriter, loc, merged.getResult(0),
+          ArrayRef<OpFoldResult>{zeroIndex, rewriter.getIndexAttr(row)},
+          ArrayRef<OpFoldResult>{
+              rewriter.getIndexAttr(m),
+              rewriter.getIndexAttr(weight(op).getDimSize(0))},
+          ArrayRef<OpFoldResult>{one, one});
+      rewriter.replaceOp(op, slice);
+    }
+  }
 }
 
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
@@ -577,12 +678,13 @@ struct CpuTileAndVectorizePass
     : mlir::drc::impl::CpuTileAndVectorizeBase<CpuTileAndVectorizePass> {
   using CpuTileAndVectorizeBase::CpuTileAndVectorizeBase;
   void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    mergeProjections(rewriter, getOperation());
     SmallVector<linalg::LinalgOp> matmuls;
     getOperation().walk([&](Operation *op) {
       if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
         matmuls.push_back(cast<linalg::LinalgOp>(op));
     });
-    IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : matmuls)
       if (failed(scheduleMatmul(rewriter, op, registerRows, registerColumns))) {
         op->emitError("drc-cpu-tile: could not tile and vectorise this matmul");

@@ -147,3 +147,43 @@ func.func @tile_projection(%x: tensor<256x1024xf32>, %phi: tensor<16x1024xf32>, 
   }
   return %r : tensor<256x16xf32>
 }
+
+// HC's three coefficient projections of one 16-token tile (64 stream rows)
+// share the tile: merged, the rows are read once. The weights are stacked
+// [6, 256] before the loop; each result is a column slice.
+// CHECK-LABEL: func.func @shared_projections
+// CHECK-SAME: (%{{.*}}: tensor<2048x256xf32>, %[[WB:.*]]: tensor<1x256xf32>, %[[WA:.*]]: tensor<4x256xf32>, %[[WC:.*]]: tensor<1x256xf32>
+// CHECK: %[[S0:.*]] = tensor.insert_slice %[[WB]] into %{{.*}}[0, 0] [1, 256] [1, 1] : tensor<1x256xf32> into tensor<6x256xf32>
+// CHECK: %[[S1:.*]] = tensor.insert_slice %[[WA]] into %[[S0]][1, 0] [4, 256] [1, 1] : tensor<4x256xf32> into tensor<6x256xf32>
+// CHECK: %[[S2:.*]] = tensor.insert_slice %[[WC]] into %[[S1]][5, 0] [1, 256] [1, 1] : tensor<1x256xf32> into tensor<6x256xf32>
+// CHECK: scf.forall
+// CHECK: tensor.expand_shape %[[S2]] {{.*}} : tensor<6x256xf32> into tensor<6x16x16xf32>
+// CHECK-COUNT-1: scf.for %{{.*}} = %{{.*}} to %c16 step %c1 iter_args
+// CHECK-NOT: scf.for %{{.*}} = %{{.*}} to %c16 step %c1 iter_args
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [64, 1] [1, 1] : tensor<64x6xf32> to tensor<64x1xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [64, 4] [1, 1] : tensor<64x6xf32> to tensor<64x4xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 5] [64, 1] [1, 1] : tensor<64x6xf32> to tensor<64x1xf32>
+func.func @shared_projections(%x: tensor<2048x256xf32>, %wb: tensor<1x256xf32>, %wa: tensor<4x256xf32>, %wc: tensor<1x256xf32>,
+                              %ob: tensor<2048x1xf32>, %oa: tensor<2048x4xf32>, %oc: tensor<2048x1xf32>)
+    -> (tensor<2048x1xf32>, tensor<2048x4xf32>, tensor<2048x1xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %r:3 = scf.forall (%t) = (0) to (2048) step (64) shared_outs(%b = %ob, %a = %oa, %c = %oc)
+      -> (tensor<2048x1xf32>, tensor<2048x4xf32>, tensor<2048x1xf32>) {
+    %xs = tensor.extract_slice %x[%t, 0] [64, 256] [1, 1] : tensor<2048x256xf32> to tensor<64x256xf32>
+    %e1 = tensor.empty() : tensor<64x1xf32>
+    %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<64x1xf32>) -> tensor<64x1xf32>
+    %pb = linalg.matmul indexing_maps = [#a, #bt, #c] ins(%xs, %wb : tensor<64x256xf32>, tensor<1x256xf32>) outs(%z1 : tensor<64x1xf32>) -> tensor<64x1xf32>
+    %e4 = tensor.empty() : tensor<64x4xf32>
+    %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<64x4xf32>) -> tensor<64x4xf32>
+    %pa = linalg.matmul indexing_maps = [#a, #bt, #c] ins(%xs, %wa : tensor<64x256xf32>, tensor<4x256xf32>) outs(%z4 : tensor<64x4xf32>) -> tensor<64x4xf32>
+    %e5 = tensor.empty() : tensor<64x1xf32>
+    %z5 = linalg.fill ins(%zero : f32) outs(%e5 : tensor<64x1xf32>) -> tensor<64x1xf32>
+    %pc = linalg.matmul indexing_maps = [#a, #bt, #c] ins(%xs, %wc : tensor<64x256xf32>, tensor<1x256xf32>) outs(%z5 : tensor<64x1xf32>) -> tensor<64x1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %pb into %b[%t, 0] [64, 1] [1, 1] : tensor<64x1xf32> into tensor<2048x1xf32>
+      tensor.parallel_insert_slice %pa into %a[%t, 0] [64, 4] [1, 1] : tensor<64x4xf32> into tensor<2048x4xf32>
+      tensor.parallel_insert_slice %pc into %c[%t, 0] [64, 1] [1, 1] : tensor<64x1xf32> into tensor<2048x1xf32>
+    }
+  }
+  return %r#0, %r#1, %r#2 : tensor<2048x1xf32>, tensor<2048x4xf32>, tensor<2048x1xf32>
+}
