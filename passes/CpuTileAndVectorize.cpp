@@ -101,17 +101,12 @@ sliceOrigin(RewriterBase &rewriter, Location loc,
 /// hoistAccumulators keeps in registers.
 constexpr llvm::StringLiteral kAccumulatingLoop = "drc.accumulating_loop";
 
-/// A fused region's coefficient projection, x̂ [16, 1024] · φᵀ with φ
-/// [16, 1024] read [n, k]: a register tile vectorised along n would gather
-/// each B column from n rows 4 KB apart. Both operands are contiguous along
-/// k, so it runs as dot products: partial[m, n, l] = Σ_kk A[m, 16 kk + l] ·
-/// B[n, 16 kk + l], register tiles of up to 4 x 4 dot products by 16 lanes
-/// kept in registers across kk, then C[m, n] += Σ_l partial[m, n, l].
-/// Returns false (nothing changed) when `op` is not such a matmul.
 constexpr int64_t kDotLanes = 16;
 constexpr int64_t kDotResultElements = 4096;
 
-/// Whether scheduleDotProducts applies to `op`.
+/// Whether scheduleDotProducts applies to `op`: a matmul in a fused tile
+/// reading B [n, k], k a multiple of kDotLanes of at least 4 of them, and a
+/// result of at most kDotResultElements.
 bool runsAsDotProducts(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (!isa<linalg::MatmulOp>(op) || ShapedType::isDynamicShape(ranges) ||
@@ -125,8 +120,14 @@ bool runsAsDotProducts(linalg::LinalgOp op) {
          k / kDotLanes >= 4 && m * n <= kDotResultElements;
 }
 
+/// A fused region's coefficient projection, x̂ [16, 1024] · φᵀ with φ
+/// [16, 1024] read [n, k]: a register tile vectorised along n would gather
+/// each B column from n rows 4 KB apart. Both operands are contiguous along
+/// k, so it runs as dot products: partial[m, n, l] = Σ_kk A[m, 16 kk + l] ·
+/// B[n, 16 kk + l], register tiles of up to 4 x 4 dot products by 16 lanes
+/// kept in registers across kk, then C[m, n] += Σ_l partial[m, n, l].
+/// Returns false (nothing changed) when `op` is not such a matmul.
 bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
-  constexpr int64_t lanes = kDotLanes;
   if (!runsAsDotProducts(op))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -138,15 +139,16 @@ bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
   rewriter.setInsertionPoint(op);
   auto byLanes = [&](Value v, int64_t rows) -> Value {
     return tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({rows, k / lanes, lanes}, element),
-        v, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+        rewriter, loc,
+        RankedTensorType::get({rows, k / kDotLanes, kDotLanes}, element), v,
+        ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   };
   Value a = byLanes(op.getDpsInputOperand(0)->get(), m);
   Value b = byLanes(op.getDpsInputOperand(1)->get(), n);
   Value zero = arith::ConstantOp::create(rewriter, loc, element,
                                          rewriter.getZeroAttr(element));
   Value empty = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<int64_t>{m, n, lanes}, element);
+      rewriter, loc, ArrayRef<int64_t>{m, n, kDotLanes}, element);
   Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
   // Loops m, n, kk, l.
   AffineMap loops = AffineMap::getMultiDimIdentityMap(4, ctx);
