@@ -35,6 +35,18 @@ namespace {
 /// a generic is elementwise instead.
 constexpr int64_t kUnrolledReduction = 4;
 
+/// The static extent of the reduction loops of `op`, all together; 0 if
+/// any is dynamic.
+int64_t reductionTrips(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  int64_t trips = 1;
+  for (unsigned d : reductions)
+    trips = ShapedType::isDynamic(ranges[d]) ? 0 : trips * ranges[d];
+  return trips;
+}
+
 /// Drops the reduction loops of a generic that runs them at most
 /// kUnrolledReduction times (once, outside fused regions' tiles: the
 /// unfused program is the reference): its body is repeated once per
@@ -53,9 +65,7 @@ struct ShortReductionToParallel : OpRewritePattern<linalg::GenericOp> {
         ShapedType::isDynamicShape(ranges) ||
         !op.getBody()->getOps<linalg::IndexOp>().empty())
       return failure();
-    int64_t trips = 1;
-    for (unsigned d : reductions)
-      trips *= ranges[d];
+    int64_t trips = reductionTrips(op);
     if (trips >
         (isa<scf::ForallOp>(op->getParentOp()) ? kUnrolledReduction : 1))
       return failure();
@@ -141,6 +151,94 @@ struct ShortReductionToParallel : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// In a tile, a matmul over at most kUnrolledReduction terms is an outer
+/// product (HC's coefficient gradients [64, 1] or [64, 4] times a [k, 256]
+/// weight): as a generic it unrolls into an elementwise kernel that merges
+/// into its consumers, where the matmul wrote a 64 KiB temporary. The generic
+/// is then expanded to the tile's [16, 4, 256] shape by the reshape patterns
+/// run alongside, so it meets the elementwise kernels that read it.
+struct OuterProductToGeneric : OpRewritePattern<linalg::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t trips = reductionTrips(op);
+    if (!isa<scf::ForallOp>(op->getParentOp()) ||
+        !op.hasPureTensorSemantics() || trips == 0 ||
+        trips > kUnrolledReduction)
+      return failure();
+    return linalg::generalizeNamedOp(rewriter, op);
+  }
+};
+
+/// Reshapes fold into a generic of a tile with short reductions (an outer
+/// product from OuterProductToGeneric) by expanding its loops, so it
+/// computes in the shape its consumers read.
+bool expandsShortReduction(OpOperand *operand) {
+  Operation *op = operand->getOwner();
+  if (!isa<linalg::GenericOp>(op))
+    op = operand->get().getDefiningOp();
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || !isa<scf::ForallOp>(generic->getParentOp()) ||
+      generic.getNumReductionLoops() == 0)
+    return false;
+  int64_t trips = reductionTrips(generic);
+  return trips != 0 && trips <= kUnrolledReduction;
+}
+
+/// A kernel recomputed by each of its readers has at most this many
+/// arithmetic operations per element: a few vector FMAs per 16 elements cost
+/// less than writing a 64 KiB tile temporary and reading it back from L2.
+constexpr int64_t kRecomputedOps = 12;
+
+/// An elementwise kernel of a tile that only spreads smaller operands over
+/// the tile (an outer product, a per-stream scale of one row) with few adds
+/// and multiplies per element.
+bool isCheapSpread(linalg::GenericOp op) {
+  if (!isa<scf::ForallOp>(op->getParentOp()) || !op.hasPureTensorSemantics() ||
+      op.getNumResults() != 1 || op.getNumLoops() != op.getNumParallelLoops() ||
+      !op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty())
+    return false;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (op.getMatchingIndexingMap(input).isPermutation())
+      return false;
+  int64_t ops = 0;
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp>(inner))
+      return false;
+    ++ops;
+  }
+  return ops <= kRecomputedOps;
+}
+
+/// A cheap spread read by several elementwise kernels (each reading each of
+/// its elements once) is cloned for each: every clone then merges into its
+/// reader, and the tile-sized temporary they shared is never written.
+/// (MergeRepeatedKernels leaves such twins alone.)
+struct RecomputeSpreadKernel : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isCheapSpread(op) || op->hasOneUse() || op->use_empty())
+      return failure();
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : op->getUses()) {
+      auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!reader || reader->getBlock() != op->getBlock() ||
+          !reader.isDpsInput(&use) ||
+          !reader.getMatchingIndexingMap(&use).isPermutation())
+        return failure();
+      uses.push_back(&use);
+    }
+    rewriter.setInsertionPointAfter(op);
+    for (OpOperand *use : llvm::drop_begin(uses)) {
+      Operation *clone = rewriter.clone(*op);
+      rewriter.modifyOpInPlace(use->getOwner(),
+                               [&] { use->set(clone->getResult(0)); });
+    }
+    return success();
+  }
+};
+
 /// An elementwise generic (all loops parallel, each output element written
 /// once) whose init is a fill reads the fill's value, not the tensor: the
 /// zeros are never written. `0 + x` becomes `x` (the sign of a zero result
@@ -187,7 +285,8 @@ struct MergeRepeatedKernels : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<scf::ForallOp>(op->getParentOp()) || !op.hasPureTensorSemantics())
+    if (!isa<scf::ForallOp>(op->getParentOp()) ||
+        !op.hasPureTensorSemantics() || isCheapSpread(op))
       return failure();
     for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
       if (auto earlier = dyn_cast<linalg::GenericOp>(prev);
@@ -337,9 +436,20 @@ bool fusibleInTile(OpOperand *operand) {
 struct FuseTileElementwisePass
     : mlir::drc::impl::FuseTileElementwiseBase<FuseTileElementwisePass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
+    MLIRContext *ctx = &getContext();
+    // Outer products first, in the shape they are read in: the reshape
+    // patterns need their reduction loop, which the unrolling removes.
+    RewritePatternSet outerProducts(ctx);
+    outerProducts.add<OuterProductToGeneric>(ctx);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(outerProducts,
+                                                      expandsShortReduction);
+    linalg::FillOp::getCanonicalizationPatterns(outerProducts, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(outerProducts, ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(outerProducts))))
+      return signalPassFailure();
+    RewritePatternSet patterns(ctx);
     patterns.add<ShortReductionToParallel, ReadFillValue, MergeRepeatedKernels,
-                 InsertBeforeReshape>(&getContext());
+                 InsertBeforeReshape, RecomputeSpreadKernel>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, fusibleInTile);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

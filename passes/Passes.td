@@ -180,8 +180,13 @@ def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> 
     reads each of its elements once. Each merge removes a tile-sized
     temporary and a pass over it. A kernel a tile computes twice (same
     inputs and body, inits filled alike: a backward region's recomputed
-    forward values) is computed once. Kernels outside fused regions are not
-    merged: the unfused program stays the reference.
+    forward values) is computed once. A matmul in a tile over at most four
+    terms (an outer product: HC's coefficient gradients times a weight)
+    becomes such a generic, expanded to the tile's shape; a cheap kernel that
+    only spreads smaller operands over the tile is recomputed by each of its
+    elementwise readers instead of written once and read back. Kernels
+    outside fused regions are not merged: the unfused program stays the
+    reference.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
 }

@@ -1,6 +1,7 @@
 // drc-fuse-tile-elementwise: a fused region's tile of HC's width connection
 // (streams + h ⊗ β) becomes one elementwise op; kernels outside a tile are
-// simplified but not merged.
+// simplified but not merged; a short matmul in a tile (an outer product) is
+// computed inline by its readers.
 // RUN: drc-opt %s --drc-fuse-tile-elementwise | FileCheck %s
 
 #h = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
@@ -246,4 +247,72 @@ func.func @flat_output(%streams: tensor<64x4x256xf32>) -> tensor<64x1024xf32> {
     }
   }
   return %r : tensor<64x1024xf32>
+}
+
+// HC's backward spreads a coefficient gradient over the channels through its
+// weight: a matmul [64, 1] x [1, 256] in the tile, read by a reduction and by
+// an elementwise kernel. The outer product becomes elementwise in the tile's
+// [16, 4, 256] shape and each reader computes it inline: no matmul, no
+// [16, 4, 256] temporary.
+// CHECK-LABEL: func.func @outer_product
+// CHECK: scf.forall
+// CHECK-NOT: linalg.matmul
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[X:[^,]*]], %[[D:[^,]*]], %[[W:[^ ]*]] : tensor<16x4x256xf32>, tensor<16x4x1xf32>, tensor<1x256xf32>)
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME: ins(%[[X]], %[[D]], %[[W]] : tensor<16x4x256xf32>, tensor<16x4x1xf32>, tensor<1x256xf32>)
+// CHECK: %[[P:.*]] = arith.mulf
+// CHECK-NEXT: arith.addf %{{.*}}, %[[P]]
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall.in_parallel
+#channels = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @outer_product(%x: tensor<64x4x256xf32>, %d: tensor<64x4x1xf32>,
+                         %w: tensor<1x256xf32>) -> (tensor<64x4xf32>, tensor<64x4x256xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x4xf32>
+  %init2 = tensor.empty() : tensor<64x4x256xf32>
+  %r:2 = scf.forall (%t) in (4) shared_outs(%o = %init, %o2 = %init2) -> (tensor<64x4xf32>, tensor<64x4x256xf32>) {
+    %at = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %xs = tensor.extract_slice %x[%at, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %ds = tensor.extract_slice %d[%at, 0, 0] [16, 4, 1] [1, 1, 1]
+        : tensor<64x4x1xf32> to tensor<16x4x1xf32>
+    %dm = tensor.collapse_shape %ds [[0, 1], [2]] : tensor<16x4x1xf32> into tensor<64x1xf32>
+    %e = tensor.empty() : tensor<64x256xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<64x256xf32>) -> tensor<64x256xf32>
+    %pm = linalg.matmul ins(%dm, %w : tensor<64x1xf32>, tensor<1x256xf32>)
+        outs(%z : tensor<64x256xf32>) -> tensor<64x256xf32>
+    %p = tensor.expand_shape %pm [[0, 1], [2]] output_shape [16, 4, 256]
+        : tensor<64x256xf32> into tensor<16x4x256xf32>
+    %re = tensor.empty() : tensor<16x4xf32>
+    %rz = linalg.fill ins(%zero : f32) outs(%re : tensor<16x4xf32>) -> tensor<16x4xf32>
+    %dot = linalg.generic {indexing_maps = [#id, #id, #channels],
+                           iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%xs, %p : tensor<16x4x256xf32>, tensor<16x4x256xf32>) outs(%rz : tensor<16x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    } -> tensor<16x4xf32>
+    %se = tensor.empty() : tensor<16x4x256xf32>
+    %sum = linalg.generic {indexing_maps = [#id, #id, #id],
+                           iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%xs, %p : tensor<16x4x256xf32>, tensor<16x4x256xf32>) outs(%se : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %b: f32, %unused: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    } -> tensor<16x4x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %dot into %o[%at, 0] [16, 4] [1, 1]
+          : tensor<16x4xf32> into tensor<64x4xf32>
+      tensor.parallel_insert_slice %sum into %o2[%at, 0, 0] [16, 4, 256] [1, 1, 1]
+          : tensor<16x4x256xf32> into tensor<64x4x256xf32>
+    }
+  }
+  return %r#0, %r#1 : tensor<64x4xf32>, tensor<64x4x256xf32>
 }
