@@ -457,6 +457,79 @@ Value lowerNormedLinearWeightGrad(KernelBuilder &k,
                 cast<RankedTensorType>(op.getType()));
 }
 
+/// The weight gradients of the normed linears of one input x (HC's three
+/// coefficient projections of a state, mHC's φ^pre, φ^post and φ^res) as one
+/// product: their result gradients stacked along the last dimension, scaled
+/// by 1/rms(x) once, and one matmul over all rows, so x (the largest
+/// operand, [tokens, n, C]) is read once rather than once per weight. Built
+/// where the last of them was (every result gradient is defined by then);
+/// an op with a reader before that point keeps its own product.
+void mergeWeightGrads(func::FuncOp func, IRRewriter &rewriter) {
+  SmallVector<SmallVector<NormedLinearWeightGradOp>> groups;
+  func.walk([&](Block *block) {
+    llvm::MapVector<std::pair<Value, Attribute>,
+                    SmallVector<NormedLinearWeightGradOp>>
+        byInput;
+    for (auto op : block->getOps<NormedLinearWeightGradOp>())
+      byInput[{op.getInput(), op.getEpsAttr()}].push_back(op);
+    for (auto &[key, ops] : byInput) {
+      Operation *last = ops.back();
+      llvm::erase_if(ops, [&](NormedLinearWeightGradOp op) {
+        return llvm::any_of(op->getUsers(), [&](Operation *user) {
+          Operation *at = block->findAncestorOpInBlock(*user);
+          return !at || at->isBeforeInBlock(last);
+        });
+      });
+      if (ops.size() > 1)
+        groups.push_back(ops);
+    }
+  });
+  for (ArrayRef<NormedLinearWeightGradOp> ops : groups) {
+    NormedLinearWeightGradOp last = ops.back();
+    rewriter.setInsertionPoint(last);
+    auto gradType = [](NormedLinearWeightGradOp op) {
+      return cast<RankedTensorType>(op.getResultGrad().getType());
+    };
+    auto lastType = gradType(last);
+    KernelBuilder k{rewriter, last.getLoc(), lastType.getElementType()};
+    SmallVector<int64_t> shape(lastType.getShape());
+    shape.back() = 0;
+    for (NormedLinearWeightGradOp op : ops)
+      shape.back() += gradType(op).getShape().back();
+    Value stacked = k.empty(shape);
+    SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0)),
+        strides(shape.size(), rewriter.getIndexAttr(1));
+    int64_t offset = 0;
+    for (NormedLinearWeightGradOp op : ops) {
+      offsets.back() = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(
+          rewriter.getContext(), gradType(op).getShape());
+      stacked =
+          tensor::InsertSliceOp::create(rewriter, k.loc, op.getResultGrad(),
+                                        stacked, offsets, sizes, strides);
+      offset += gradType(op).getShape().back();
+    }
+    Value x = last.getInput();
+    auto xType = cast<RankedTensorType>(x.getType());
+    Value scaled =
+        scaleByInvRms(k, stacked, k.rowSumSquares(x), xType.getShape().back(),
+                      last.getEps().convertToDouble());
+    Value all = matmul(k, scaled, x, true, false,
+                       k.tensor({offset, xType.getShape().back()}));
+    offset = 0;
+    for (NormedLinearWeightGradOp op : ops) {
+      auto type = cast<RankedTensorType>(op.getType());
+      Value part = tensor::ExtractSliceOp::create(
+          rewriter, k.loc, type, all,
+          {rewriter.getIndexAttr(offset), rewriter.getIndexAttr(0)},
+          getAsIndexOpFoldResult(rewriter.getContext(), type.getShape()),
+          {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+      offset += type.getShape().front();
+      rewriter.replaceOp(op, part);
+    }
+  }
+}
+
 SmallVector<unsigned> identityDims(unsigned rank) {
   SmallVector<unsigned> dims;
   for (unsigned i = 0; i < rank; ++i)
@@ -1592,6 +1665,8 @@ struct LowerToLinalgPass
 
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
+    getOperation().walk(
+        [&](func::FuncOp func) { mergeWeightGrads(func, rewriter); });
     llvm::DenseMap<Value, Value> sumSquaresOf;
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {

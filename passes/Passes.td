@@ -86,8 +86,10 @@ def LowerToLinalg : Pass<"drc-lower-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Lower kernel-level drc ops to linalg, tensor, arith and math";
   let description = [{
     Every kernel-level and adjoint op becomes linalg.generic/linalg.fill/
-    tensor ops on tensors, for any float element type. Parameter state ops
-    (param_ref, grad_store, adamw) are left for drc-bind-buffers.
+    tensor ops on tensors, for any float element type. The weight
+    gradients of the normed linears of one input are one stacked matmul,
+    which reads the input once. Parameter state ops (param_ref, grad_store,
+    adamw) are left for drc-bind-buffers.
   }];
   let options = [
     Option<"denseEmbeddingGrad", "dense-embedding-grad", "bool", "false",
