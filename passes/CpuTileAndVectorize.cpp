@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/Stacking.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -232,30 +233,19 @@ void mergeProjections(RewriterBase &rewriter, Operation *root) {
     Location loc = first.getLoc();
     int64_t m = cast<RankedTensorType>(first->getResult(0).getType())
                     .getDimSize(0),
-            k = weight(first).getDimSize(1), rows = 0;
-    Type element = weight(first).getElementType();
-    for (linalg::MatmulOp op : ops)
+            rows = 0;
+    SmallVector<Value> weights;
+    for (linalg::MatmulOp op : ops) {
+      weights.push_back(op.getDpsInputOperand(1)->get());
       rows += weight(op).getDimSize(0);
+    }
     if (m * rows > kDotResultElements)
       continue;
-    OpFoldResult zeroIndex = rewriter.getIndexAttr(0),
-                 one = rewriter.getIndexAttr(1);
     rewriter.setInsertionPoint(first->getParentOfType<scf::ForallOp>());
-    Value stacked = tensor::EmptyOp::create(
-        rewriter, loc, ArrayRef<int64_t>{rows, k}, element);
     SmallVector<int64_t> firstRow;
-    for (int64_t row = 0; linalg::MatmulOp op : ops) {
-      int64_t n = weight(op).getDimSize(0);
-      firstRow.push_back(row);
-      stacked = tensor::InsertSliceOp::create(
-          rewriter, loc, op.getDpsInputOperand(1)->get(), stacked,
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(row), zeroIndex},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(n),
-                                 rewriter.getIndexAttr(k)},
-          ArrayRef<OpFoldResult>{one, one});
-      row += n;
-    }
+    Value stacked = stackAlong(rewriter, loc, weights, 0, firstRow);
     rewriter.setInsertionPoint(first);
+    Type element = weight(first).getElementType();
     Value zero = arith::ConstantOp::create(rewriter, loc, element,
                                            rewriter.getZeroAttr(element));
     Value empty = tensor::EmptyOp::create(rewriter, loc,
@@ -266,16 +256,11 @@ void mergeProjections(RewriterBase &rewriter, Operation *root) {
         rewriter, loc, TypeRange{init.getType()},
         ValueRange{first.getDpsInputOperand(0)->get(), stacked},
         ValueRange{init}, first->getAttrs());
-    for (auto [op, row] : llvm::zip(ops, firstRow)) {
-      Value slice = tensor::ExtractSliceOp::create(
-          rewriter, loc, merged.getResult(0),
-          ArrayRef<OpFoldResult>{zeroIndex, rewriter.getIndexAttr(row)},
-          ArrayRef<OpFoldResult>{
-              rewriter.getIndexAttr(m),
-              rewriter.getIndexAttr(weight(op).getDimSize(0))},
-          ArrayRef<OpFoldResult>{one, one});
-      rewriter.replaceOp(op, slice);
-    }
+    for (auto [op, row] : llvm::zip(ops, firstRow))
+      rewriter.replaceOp(
+          op, sliceAlong(rewriter, loc, merged.getResult(0),
+                         cast<RankedTensorType>(op->getResult(0).getType()), 1,
+                         row));
   }
 }
 

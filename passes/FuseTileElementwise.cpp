@@ -151,6 +151,14 @@ struct ShortReductionToParallel : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// Whether `op` is in a fused region's tile and runs its reduction loops at
+/// most kUnrolledReduction times in all (statically).
+bool isShortReductionInTile(linalg::LinalgOp op) {
+  int64_t trips = reductionTrips(op);
+  return isa<scf::ForallOp>(op->getParentOp()) && trips != 0 &&
+         trips <= kUnrolledReduction;
+}
+
 /// In a tile, a matmul over at most kUnrolledReduction terms is an outer
 /// product (HC's coefficient gradients [64, 1] or [64, 4] times a [k, 256]
 /// weight): as a generic it unrolls into an elementwise kernel that merges
@@ -161,10 +169,7 @@ struct OuterProductToGeneric : OpRewritePattern<linalg::MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::MatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    int64_t trips = reductionTrips(op);
-    if (!isa<scf::ForallOp>(op->getParentOp()) ||
-        !op.hasPureTensorSemantics() || trips == 0 ||
-        trips > kUnrolledReduction)
+    if (!op.hasPureTensorSemantics() || !isShortReductionInTile(op))
       return failure();
     return linalg::generalizeNamedOp(rewriter, op);
   }
@@ -178,11 +183,8 @@ bool expandsShortReduction(OpOperand *operand) {
   if (!isa<linalg::GenericOp>(op))
     op = operand->get().getDefiningOp();
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || !isa<scf::ForallOp>(generic->getParentOp()) ||
-      generic.getNumReductionLoops() == 0)
-    return false;
-  int64_t trips = reductionTrips(generic);
-  return trips != 0 && trips <= kUnrolledReduction;
+  return generic && generic.getNumReductionLoops() != 0 &&
+         isShortReductionInTile(generic);
 }
 
 /// A kernel recomputed by each of its readers has at most this many

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/RowSlice.h"
+#include "passes/Stacking.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -445,16 +446,22 @@ SmallVector<Value> lowerNormedLinear(KernelBuilder &k, NormedLinearOp op) {
   return results;
 }
 
-/// sum over rows of (dy / rms(x))^T x: the small dy scaled, then one matmul
-/// over all rows (threaded like any parameter gradient).
+/// sum over rows of (dy / rms(x))^T x -> [dy's width, x's width]: the small
+/// dy scaled, then one matmul over all rows (threaded like any parameter
+/// gradient).
+Value normedLinearWeightGrad(KernelBuilder &k, Value x, Value dy, double eps) {
+  int64_t width = cast<RankedTensorType>(x.getType()).getShape().back();
+  Value scaled = scaleByInvRms(k, dy, k.rowSumSquares(x), width, eps);
+  return matmul(
+      k, scaled, x, true, false,
+      k.tensor(
+          {cast<RankedTensorType>(dy.getType()).getShape().back(), width}));
+}
+
 Value lowerNormedLinearWeightGrad(KernelBuilder &k,
                                   NormedLinearWeightGradOp op) {
-  Value x = op.getInput();
-  double width = cast<RankedTensorType>(x.getType()).getShape().back();
-  Value scaled = scaleByInvRms(k, op.getResultGrad(), k.rowSumSquares(x), width,
-                               op.getEps().convertToDouble());
-  return matmul(k, scaled, x, true, false,
-                cast<RankedTensorType>(op.getType()));
+  return normedLinearWeightGrad(k, op.getInput(), op.getResultGrad(),
+                                op.getEps().convertToDouble());
 }
 
 /// The weight gradients of the normed linears of one input x (HC's three
@@ -487,45 +494,20 @@ void mergeWeightGrads(func::FuncOp func, IRRewriter &rewriter) {
   for (ArrayRef<NormedLinearWeightGradOp> ops : groups) {
     NormedLinearWeightGradOp last = ops.back();
     rewriter.setInsertionPoint(last);
-    auto gradType = [](NormedLinearWeightGradOp op) {
-      return cast<RankedTensorType>(op.getResultGrad().getType());
-    };
-    auto lastType = gradType(last);
-    KernelBuilder k{rewriter, last.getLoc(), lastType.getElementType()};
-    SmallVector<int64_t> shape(lastType.getShape());
-    shape.back() = 0;
+    KernelBuilder k{rewriter, last.getLoc(),
+                    getElementTypeOrSelf(last.getType())};
+    SmallVector<Value> grads;
     for (NormedLinearWeightGradOp op : ops)
-      shape.back() += gradType(op).getShape().back();
-    Value stacked = k.empty(shape);
-    SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0)),
-        strides(shape.size(), rewriter.getIndexAttr(1));
-    int64_t offset = 0;
-    for (NormedLinearWeightGradOp op : ops) {
-      offsets.back() = rewriter.getIndexAttr(offset);
-      SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(
-          rewriter.getContext(), gradType(op).getShape());
-      stacked =
-          tensor::InsertSliceOp::create(rewriter, k.loc, op.getResultGrad(),
-                                        stacked, offsets, sizes, strides);
-      offset += gradType(op).getShape().back();
-    }
-    Value x = last.getInput();
-    auto xType = cast<RankedTensorType>(x.getType());
-    Value scaled =
-        scaleByInvRms(k, stacked, k.rowSumSquares(x), xType.getShape().back(),
-                      last.getEps().convertToDouble());
-    Value all = matmul(k, scaled, x, true, false,
-                       k.tensor({offset, xType.getShape().back()}));
-    offset = 0;
-    for (NormedLinearWeightGradOp op : ops) {
-      auto type = cast<RankedTensorType>(op.getType());
-      Value part = tensor::ExtractSliceOp::create(
-          rewriter, k.loc, type, all,
-          {rewriter.getIndexAttr(offset), rewriter.getIndexAttr(0)},
-          getAsIndexOpFoldResult(rewriter.getContext(), type.getShape()),
-          {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
-      offset += type.getShape().front();
-      rewriter.replaceOp(op, part);
+      grads.push_back(op.getResultGrad());
+    SmallVector<int64_t> starts;
+    unsigned lastDim =
+        cast<RankedTensorType>(grads.front().getType()).getRank() - 1;
+    Value all = normedLinearWeightGrad(
+        k, last.getInput(), stackAlong(rewriter, k.loc, grads, lastDim, starts),
+        last.getEps().convertToDouble());
+    for (auto [op, start] : llvm::zip(ops, starts)) {
+      auto type = cast<RankedTensorType>(op->getResult(0).getType());
+      rewriter.replaceOp(op, sliceAlong(rewriter, k.loc, all, type, 0, start));
     }
   }
 }
