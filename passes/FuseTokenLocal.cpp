@@ -159,14 +159,160 @@ llvm::DenseSet<Operation *> backwardOps(Block &block) {
   return backward;
 }
 
+/// The per-token values each region reads from outside itself.
+DenseMap<size_t, llvm::DenseSet<Value>>
+regionReads(const DenseMap<Operation *, size_t> &regionOf,
+            const TokenAnalysis &a) {
+  DenseMap<size_t, llvm::DenseSet<Value>> reads;
+  for (auto [op, region] : regionOf)
+    for (Value v : op->getOperands())
+      if (auto at = regionOf.find(v.getDefiningOp());
+          a.of(v) == Rows::PerToken &&
+          (at == regionOf.end() || at->second != region))
+        reads[region].insert(v);
+  return reads;
+}
+
+/// Sinking: a forward value that only a later forward region reads, made by
+/// an op whose per-token operands are in memory anyway, is computed by that
+/// region instead, and never written. In a train step HC's width mix
+/// A_r^T H is such a value: H is saved for the coefficient projections'
+/// weight gradients, so the next region reads H (and A_r, a few floats)
+/// instead of the mixed state, and the forward pass writes one state per
+/// boundary instead of two. Where H is not saved (the forward-only loss)
+/// the mixed state stays the one written. The clone is marked like a
+/// recomputed op, so it joins its readers' region.
+void sinkIntoReaders(func::FuncOp fn, const TokenAnalysis &a) {
+  Block &block = fn.getBody().front();
+  llvm::DenseSet<Operation *> backward = backwardOps(block);
+  DenseMap<Operation *, size_t> regionOf =
+      regionIndex(tokenLocalRegions(fn, a));
+  DenseMap<size_t, llvm::DenseSet<Value>> reads = regionReads(regionOf, a);
+  // A value written whatever this does, as itself or as a view of it (mHC
+  // saves its state as [N, n C] rows): a function argument, a boundary op's
+  // result, or a region's value that a boundary op (a weight gradient)
+  // reads. Null if none.
+  std::function<Value(Value)> written = [&](Value x) -> Value {
+    if (!regionOf.count(x.getDefiningOp()))
+      return x;
+    for (Operation *user : x.getUsers()) {
+      if (!regionOf.count(user))
+        return x;
+      if (auto view = dyn_cast<ViewOp>(user))
+        if (Value viewed = written(view.getResult()))
+          return viewed;
+    }
+    return {};
+  };
+  OpBuilder builder(fn.getContext());
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto home = regionOf.find(&op);
+    if (home == regionOf.end() || backward.contains(&op) ||
+        op.getNumResults() != 1 || !isPure(&op))
+      continue;
+    Value v = op.getResult(0);
+    std::optional<size_t> reader;
+    Operation *firstUser = nullptr;
+    bool oneReader = !v.use_empty();
+    for (Operation *user : v.getUsers()) {
+      auto at = regionOf.find(user);
+      oneReader &= at != regionOf.end() && at->second != home->second &&
+                   !backward.contains(user) &&
+                   (!reader || *reader == at->second);
+      if (!oneReader)
+        break;
+      reader = at->second;
+      if (!firstUser || user->isBeforeInBlock(firstUser))
+        firstUser = user;
+    }
+    if (!oneReader)
+      continue;
+    // The reader stops reading v; it reads the operands instead, and those
+    // not in memory anyway are written for it.
+    int64_t added = -a.bytesPerToken(v);
+    for (Value x : op.getOperands()) {
+      Value stored = written(x);
+      if (a.of(x) == Rows::PerToken &&
+          !reads[*reader].contains(stored ? stored : x))
+        added += a.bytesPerToken(x) * (stored ? 1 : 2);
+    }
+    if (added >= a.bytesPerToken(v))
+      continue;
+    builder.setInsertionPoint(firstUser);
+    UnitAttr recomputed = builder.getUnitAttr();
+    IRMapping map;
+    for (Value x : op.getOperands()) {
+      if (a.of(x) != Rows::PerToken)
+        continue;
+      Value stored = written(x);
+      reads[*reader].insert(stored ? stored : x);
+      if (stored && stored != x) {
+        auto view = ViewOp::create(builder, op.getLoc(), x.getType(), stored,
+                                   ValueRange());
+        view->setAttr(kRecomputedAttr, recomputed);
+        map.map(x, view.getResult());
+      }
+    }
+    Operation *copy = builder.clone(op, map);
+    copy->setAttr(kRecomputedAttr, recomputed);
+    v.replaceAllUsesWith(copy->getResult(0));
+    regionOf.erase(&op); // a new op may take its address
+    op.erase();
+  }
+}
+
+/// Recomputing a saved value is worth it while it costs at most this many
+/// flops per byte of the value: saving costs a write in the forward pass
+/// and a read in the backward one, a few flops' time per byte on a CPU core
+/// running token-local work (far below its GEMM rate).
+constexpr int64_t kRecomputeFlopsPerByte = 8;
+
+/// Elements per token of a token-local op's value.
+int64_t elementsPerToken(Value v, const TokenAnalysis &a) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return a.of(v) == Rows::PerToken ? type.getNumElements() / a.tokens
+                                   : type.getNumElements();
+}
+
+/// About how many flops per token token-local `op` does: per element it
+/// produces, two per term of a contraction (projections, matmuls, mixes,
+/// depth attention's logits and mix), a transcendental's handful for a
+/// squash, two otherwise.
+int64_t flopsPerToken(Operation *op, const TokenAnalysis &a) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  int64_t perElement = 2;
+  if (auto linear = dyn_cast<NormedLinearOp>(op)) {
+    perElement = 2 * shape(linear.getInput()).back() + 1;
+  } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    ArrayRef<int64_t> lhs = shape(matmul.getLhs());
+    perElement = 2 * (matmul.getTransposeLhs() ? lhs.front() : lhs.back());
+  } else if (auto mix = dyn_cast<MixOp>(op)) {
+    perElement = 2 * shape(mix.getInput())[1];
+  } else if (auto depth = dyn_cast<DepthAttentionOp>(op)) {
+    perElement = 4 * shape(depth.getKeys())[1];
+  } else if (isa<SquashOp>(op)) {
+    perElement = 10;
+  }
+  int64_t elements = 0;
+  for (Value r : op->getResults())
+    elements += elementsPerToken(r, a);
+  return elements * perElement;
+}
+
 /// Rematerialisation: a backward region that reads a value a forward region
 /// computed (an activation saved for the backward pass) recomputes it from
 /// that region's own inputs instead. Token-local work costs a few flops per
 /// element moved, so reading the forward region's inputs again (which the
 /// backward region mostly reads anyway: the state) beats writing and
 /// reading every intermediate; the forward region then writes only what
-/// the forward pass itself needs. The clones repeat the same ops on the
-/// same inputs.
+/// the forward pass itself needs. Values that are costly for their size
+/// stay saved and are read where the recomputation meets them: the results
+/// of contractions over a row (HC's and mHC's coefficient projections, a
+/// few floats per token from a few thousand flops) and a long chain's
+/// checkpoints (mHC's Sinkhorn iterations). The clones repeat the same ops
+/// on the same inputs.
 void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
   Block &block = fn.getBody().front();
   llvm::DenseSet<Operation *> backward = backwardOps(block);
@@ -174,20 +320,51 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
       regionIndex(tokenLocalRegions(fn, a));
   // What each backward region reads from outside itself: recomputing from
   // values it reads anyway costs no traffic.
-  DenseMap<size_t, llvm::DenseSet<Value>> reads;
-  for (auto [op, region] : regionOf)
-    if (backward.contains(op))
-      for (Value v : op->getOperands())
-        if (auto at = regionOf.find(v.getDefiningOp());
-            a.of(v) == Rows::PerToken &&
-            (at == regionOf.end() || at->second != region))
-          reads[region].insert(v);
-  auto inForward = [&](Value v) -> std::optional<size_t> {
+  DenseMap<size_t, llvm::DenseSet<Value>> reads = regionReads(regionOf, a);
+  auto computedInForward = [&](Value v) -> std::optional<size_t> {
     Operation *def = v.getDefiningOp();
     auto it = regionOf.find(def);
     if (!def || it == regionOf.end() || backward.contains(def))
       return std::nullopt;
     return it->second;
+  };
+  // The flops per token of recomputing a forward value from its region's
+  // inputs and saved values, and whether it is saved itself: memoised, a
+  // value's cone without the saved values below it. An operand bigger than
+  // the value (the state a coefficient is computed from) counts as there:
+  // the backward region recomputes it for its own uses anyway, so only
+  // chains of values no bigger than the result add up (mHC's Sinkhorn
+  // iterations).
+  DenseMap<Value, int64_t> coneFlops;
+  llvm::DenseSet<Value> kept;
+  std::function<int64_t(Value)> cone = [&](Value v) -> int64_t {
+    if (auto known = coneFlops.find(v); known != coneFlops.end())
+      return known->second;
+    Operation *def = v.getDefiningOp();
+    std::optional<size_t> home = computedInForward(v);
+    int64_t flops = flopsPerToken(def, a);
+    for (Value operand : def->getOperands())
+      if (std::optional<size_t> at = computedInForward(operand);
+          at && *at == *home) {
+        int64_t below = cone(operand); // decides whether it is kept
+        if (!kept.contains(operand) &&
+            a.bytesPerToken(operand) <= a.bytesPerToken(v))
+          flops += below;
+      }
+    if (flops > kRecomputeFlopsPerByte * a.bytesPerToken(v))
+      kept.insert(v);
+    return coneFlops[v] = flops;
+  };
+  /// The home region of a forward value the backward pass would recompute
+  /// rather than read.
+  auto inForward = [&](Value v) -> std::optional<size_t> {
+    std::optional<size_t> home = computedInForward(v);
+    if (!home)
+      return std::nullopt;
+    cone(v);
+    if (kept.contains(v))
+      return std::nullopt;
+    return home;
   };
   /// The per-token inputs of `v`'s forward region that recomputing `v`
   /// reads, added to `out`; `visited` keeps a shared subexpression from
@@ -306,6 +483,8 @@ struct FuseTokenLocalPass
     sumContributionsEarly(fn, a);
     a = analyseTokens(fn);
     if (recompute) {
+      sinkIntoReaders(fn, a);
+      a = analyseTokens(fn);
       recomputeSavedValues(fn, a);
       a = analyseTokens(fn);
     }

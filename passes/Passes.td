@@ -65,7 +65,13 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     are left as they are. Before grouping, a backward op that reads a value
     computed by a forward region gets a recomputed copy instead (option
     `recompute`): the backward region then reads the forward region's inputs
-    and the forward region stops writing its intermediates. Before that,
+    and the forward region stops writing its intermediates, except values
+    that cost more than a few flops per byte to recompute (the results of
+    coefficient projections, checkpoints of long chains), which stay saved.
+    With the same option, a forward value only the next forward region
+    reads, made from values written anyway (HC's A_r^T H from the state
+    saved for the weight gradients), is computed by that region instead of
+    written. Before that,
     sums of per-token adjoint contributions add their terms in order of
     barrier depth, and token-local ops linear in such a sum are applied to
     its early and late terms apart (EarlySums.h), so that a backward region
@@ -73,8 +79,9 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"recompute", "recompute", "bool", "true",
-           "Recompute forward values a backward region reads from the "
-           "forward region's inputs instead of saving them">,
+           "Recompute forward values a backward region (or, from values "
+           "written anyway, the next forward region) reads instead of "
+           "saving them, where that is cheaper">,
     Option<"tileTokens", "tile-tokens", "int64_t", "0",
            "Tokens per tile (0: the most, up to 64, whose largest per-tile "
            "value fits in 64 KiB)">,
