@@ -173,15 +173,16 @@ regionReads(const DenseMap<Operation *, size_t> &regionOf,
   return reads;
 }
 
-/// Sinking: a forward value that only a later forward region reads, made by
-/// an op whose per-token operands are in memory anyway, is computed by that
-/// region instead, and never written. In a train step HC's width mix
-/// A_r^T H is such a value: H is saved for the coefficient projections'
-/// weight gradients, so the next region reads H (and A_r, a few floats)
-/// instead of the mixed state, and the forward pass writes one state per
-/// boundary instead of two. Where H is not saved (the forward-only loss)
-/// the mixed state stays the one written. The clone is marked like a
-/// recomputed op, so it joins its readers' region.
+/// Sinking: a forward value that only a later forward region reads is
+/// computed by that region instead, and never written, when that region
+/// reading the op's per-token operands (written for it where nothing else
+/// writes them) moves fewer bytes than writing and reading the value. In a
+/// train step HC's width mix A_r^T H is such a value: H is saved for the
+/// coefficient projections' weight gradients, so the next region reads H (and
+/// A_r, a few floats) instead of the mixed state, and the forward pass writes
+/// one state per boundary instead of two. Where H is not saved (the
+/// forward-only loss) the mixed state stays the one written. The clone is
+/// marked like a recomputed op, so it joins its readers' region.
 void sinkIntoReaders(func::FuncOp fn, const TokenAnalysis &a) {
   Block &block = fn.getBody().front();
   llvm::DenseSet<Operation *> backward = backwardOps(block);
