@@ -159,19 +159,25 @@ llvm::DenseSet<Operation *> backwardOps(Block &block) {
   return backward;
 }
 
-/// The per-token values each region reads from outside itself.
-DenseMap<size_t, llvm::DenseSet<Value>>
-regionReads(const DenseMap<Operation *, size_t> &regionOf,
-            const TokenAnalysis &a) {
+/// What the rematerialisation rules below look at: the function's token-local
+/// regions, its backward ops, and the per-token values each region reads
+/// from outside itself.
+struct RegionView {
+  llvm::DenseSet<Operation *> backward;
+  DenseMap<Operation *, size_t> regionOf;
   DenseMap<size_t, llvm::DenseSet<Value>> reads;
-  for (auto [op, region] : regionOf)
-    for (Value v : op->getOperands())
-      if (auto at = regionOf.find(v.getDefiningOp());
-          a.of(v) == Rows::PerToken &&
-          (at == regionOf.end() || at->second != region))
-        reads[region].insert(v);
-  return reads;
-}
+
+  RegionView(func::FuncOp fn, const TokenAnalysis &a)
+      : backward(backwardOps(fn.getBody().front())),
+        regionOf(regionIndex(tokenLocalRegions(fn, a))) {
+    for (auto [op, region] : regionOf)
+      for (Value v : op->getOperands())
+        if (auto at = regionOf.find(v.getDefiningOp());
+            a.of(v) == Rows::PerToken &&
+            (at == regionOf.end() || at->second != region))
+          reads[region].insert(v);
+  }
+};
 
 /// Sinking: a forward value that only a later forward region reads is
 /// computed by that region instead, and never written, when that region
@@ -185,10 +191,8 @@ regionReads(const DenseMap<Operation *, size_t> &regionOf,
 /// marked like a recomputed op, so it joins its readers' region.
 void sinkIntoReaders(func::FuncOp fn, const TokenAnalysis &a) {
   Block &block = fn.getBody().front();
-  llvm::DenseSet<Operation *> backward = backwardOps(block);
-  DenseMap<Operation *, size_t> regionOf =
-      regionIndex(tokenLocalRegions(fn, a));
-  DenseMap<size_t, llvm::DenseSet<Value>> reads = regionReads(regionOf, a);
+  RegionView regions(fn, a);
+  auto &[backward, regionOf, reads] = regions;
   // A value written whatever this does, as itself or as a view of it (mHC
   // saves its state as [N, n C] rows): a function argument, a boundary op's
   // result, or a region's value that a boundary op (a weight gradient)
@@ -230,22 +234,21 @@ void sinkIntoReaders(func::FuncOp fn, const TokenAnalysis &a) {
       continue;
     // The reader stops reading v; it reads the operands instead, and those
     // not in memory anyway are written for it.
+    // Each per-token operand with where it is in memory (null: nowhere yet).
+    SmallVector<std::pair<Value, Value>> operands;
+    for (Value x : op.getOperands())
+      if (a.of(x) == Rows::PerToken)
+        operands.push_back({x, written(x)});
     int64_t added = -a.bytesPerToken(v);
-    for (Value x : op.getOperands()) {
-      Value stored = written(x);
-      if (a.of(x) == Rows::PerToken &&
-          !reads[*reader].contains(stored ? stored : x))
+    for (auto [x, stored] : operands)
+      if (!reads[*reader].contains(stored ? stored : x))
         added += a.bytesPerToken(x) * (stored ? 1 : 2);
-    }
     if (added >= a.bytesPerToken(v))
       continue;
     builder.setInsertionPoint(firstUser);
     UnitAttr recomputed = builder.getUnitAttr();
     IRMapping map;
-    for (Value x : op.getOperands()) {
-      if (a.of(x) != Rows::PerToken)
-        continue;
-      Value stored = written(x);
+    for (auto [x, stored] : operands) {
       reads[*reader].insert(stored ? stored : x);
       if (stored && stored != x) {
         auto view = ViewOp::create(builder, op.getLoc(), x.getType(), stored,
@@ -268,13 +271,6 @@ void sinkIntoReaders(func::FuncOp fn, const TokenAnalysis &a) {
 /// running token-local work (far below its GEMM rate).
 constexpr int64_t kRecomputeFlopsPerByte = 8;
 
-/// Elements per token of a token-local op's value.
-int64_t elementsPerToken(Value v, const TokenAnalysis &a) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return a.of(v) == Rows::PerToken ? type.getNumElements() / a.tokens
-                                   : type.getNumElements();
-}
-
 /// About how many flops per token token-local `op` does: per element it
 /// produces, two per term of a contraction (projections, matmuls, mixes,
 /// depth attention's logits and mix), a transcendental's handful for a
@@ -296,9 +292,9 @@ int64_t flopsPerToken(Operation *op, const TokenAnalysis &a) {
   } else if (isa<SquashOp>(op)) {
     perElement = 10;
   }
-  int64_t elements = 0;
+  int64_t elements = 0; // a token-local op's results are all per token
   for (Value r : op->getResults())
-    elements += elementsPerToken(r, a);
+    elements += cast<RankedTensorType>(r.getType()).getNumElements() / a.tokens;
   return elements * perElement;
 }
 
@@ -316,12 +312,10 @@ int64_t flopsPerToken(Operation *op, const TokenAnalysis &a) {
 /// on the same inputs.
 void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
   Block &block = fn.getBody().front();
-  llvm::DenseSet<Operation *> backward = backwardOps(block);
-  DenseMap<Operation *, size_t> regionOf =
-      regionIndex(tokenLocalRegions(fn, a));
-  // What each backward region reads from outside itself: recomputing from
-  // values it reads anyway costs no traffic.
-  DenseMap<size_t, llvm::DenseSet<Value>> reads = regionReads(regionOf, a);
+  // What each backward region reads from outside itself (`reads`):
+  // recomputing from values it reads anyway costs no traffic.
+  RegionView regions(fn, a);
+  auto &[backward, regionOf, reads] = regions;
   auto computedInForward = [&](Value v) -> std::optional<size_t> {
     Operation *def = v.getDefiningOp();
     auto it = regionOf.find(def);
