@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
@@ -390,14 +391,19 @@ linalg::GenericOp splitLongReduction(RewriterBase &rewriter,
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || ShapedType::isDynamicShape(ranges) ||
       !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1)
+      op.getNumReductionLoops() == 0)
     return op;
+  // The longest summed axis is split; others (AttnRes's query gradient
+  // also sums over the bank's rows) stay summed within each part.
   SmallVector<unsigned> reductions;
   op.getReductionDims(reductions);
-  unsigned r = reductions.front();
+  unsigned r = *llvm::max_element(reductions, [&](unsigned a, unsigned b) {
+    return ranges[a] < ranges[b];
+  });
   int64_t k = ranges[r], results = 1;
+  SmallVector<utils::IteratorType> oldIterators = op.getIteratorTypesArray();
   for (auto [i, extent] : llvm::enumerate(ranges))
-    if (i != r)
+    if (oldIterators[i] == utils::IteratorType::parallel)
       results *= extent;
   int64_t parts = dividing(k, {16, 8, 4, 2});
   if (k < 1024 || k < results || !parts)
@@ -445,9 +451,11 @@ linalg::GenericOp splitLongReduction(RewriterBase &rewriter,
   maps.push_back(AffineMap::get(rank + 1, 0, {part, within}, ctx));
   maps.push_back(remap(op.getMatchingIndexingMap(op.getDpsInitOperand(0)),
                        /*withPart=*/true));
-  SmallVector<utils::IteratorType> iterators(rank + 1,
-                                             utils::IteratorType::parallel);
-  iterators[1] = utils::IteratorType::reduction;
+  SmallVector<utils::IteratorType> iterators{utils::IteratorType::parallel,
+                                             utils::IteratorType::reduction};
+  for (auto [i, iterator] : llvm::enumerate(oldIterators))
+    if (i != r)
+      iterators.push_back(iterator);
 
   Value init = op.getDpsInitOperand(0)->get();
   auto initType = cast<RankedTensorType>(init.getType());
@@ -598,11 +606,13 @@ bool isLargeTensorFill(linalg::LinalgOp op) {
 /// Splits the outer parallel loop of an elementwise or row-reduction kernel
 /// into eight (or fewer) equal chunks across threads; each output element is
 /// still computed by one iteration, in the same order, on any thread count.
+/// Kernels on buffers (AdamW's in-place update of the flat parameter
+/// buffers) are split the same way.
 LogicalResult scheduleGeneric(RewriterBase &rewriter, linalg::GenericOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || ShapedType::isDynamicShape(ranges) ||
       op.getIteratorTypesArray().front() != utils::IteratorType::parallel ||
-      !op.hasPureTensorSemantics())
+      !(op.hasPureTensorSemantics() || op.hasPureBufferSemantics()))
     return success();
   int64_t chunk = 1;
   while (chunk * 2 <= ranges[0] / 8 && ranges[0] % (chunk * 2) == 0)
@@ -719,6 +729,12 @@ struct CpuTileAndVectorizePass
       op.getCanonicalizationPatterns(patterns, &getContext());
     for (Dialect *dialect : getContext().getLoadedDialects())
       dialect->getCanonicalizationPatterns(patterns);
+    // A [N, w] result appended to a bank as [N, 1, w] (an expand_shape
+    // inserted into the store) becomes a rank-reducing insert of [N, w]:
+    // empty-tensor elimination, which needs equal types, then lets the
+    // producer (a sublayer's output projection) write into the bank's row
+    // instead of a buffer copied there.
+    tensor::populateReassociativeReshapeFoldingPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     hoistAccumulators(rewriter, getOperation());

@@ -22,6 +22,46 @@ func.func @gain_gradient(%g: tensor<2048x256xf32>, %init: tensor<256xf32>) -> te
   return %r : tensor<256xf32>
 }
 
+// AttnRes's query gradient sums over tokens and the bank's rows: the token
+// axis (the longest) is split into 16 parts as above, the rows stay summed
+// within each part.
+// CHECK-LABEL: func.func @query_gradient
+// CHECK: %[[PARTS:.*]] = scf.forall (%{{.*}}) = (0) to (16) step (2) shared_outs(%{{.*}}) -> (tensor<16x1x256xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "reduction", "parallel", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[PARTS]] : tensor<16x1x256xf32>)
+#logit = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#query = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+func.func @query_gradient(%g: tensor<2048x15x1xf32>, %bank: tensor<2048x15x256xf32>,
+                          %init: tensor<1x256xf32>) -> tensor<1x256xf32> {
+  %r = linalg.generic {indexing_maps = [#logit, #row, #query],
+                       iterator_types = ["reduction", "reduction", "parallel", "parallel"]}
+      ins(%g, %bank : tensor<2048x15x1xf32>, tensor<2048x15x256xf32>) outs(%init : tensor<1x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x256xf32>
+  return %r : tensor<1x256xf32>
+}
+
+// AdamW updates the flat parameter buffers in place (a kernel on memrefs):
+// threaded in chunks like a kernel on tensors.
+// CHECK-LABEL: func.func @in_place_update
+// CHECK: scf.forall (%{{.*}}) = (0) to (65536) step (8192) {
+// CHECK: memref.subview %{{.*}} [8192] [1]
+// CHECK: linalg.generic
+#flat = affine_map<(d0) -> (d0)>
+func.func @in_place_update(%g: memref<65536xf32>, %p: memref<65536xf32>) {
+  linalg.generic {indexing_maps = [#flat, #flat], iterator_types = ["parallel"]}
+      ins(%g : memref<65536xf32>) outs(%p : memref<65536xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.subf %b, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
 // A sum over a short axis stays one kernel, threaded over its rows.
 // CHECK-LABEL: func.func @row_sums
 // CHECK-NOT: tensor<16x
@@ -186,4 +226,20 @@ func.func @shared_projections(%x: tensor<2048x256xf32>, %wb: tensor<1x256xf32>, 
     }
   }
   return %r#0, %r#1, %r#2 : tensor<2048x1xf32>, tensor<2048x4xf32>, tensor<2048x1xf32>
+}
+
+// A sublayer's output [N, w] appended to an AttnRes bank as [N, 1, w]: the
+// insert of its expand_shape becomes a rank-reducing insert of the value
+// itself, so empty-tensor elimination (equal types only) can let its
+// producer write the bank's row.
+// CHECK-LABEL: func.func @bank_append
+// CHECK-NOT: tensor.expand_shape
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 2, 0] [2048, 1, 256] [1, 1, 1] : tensor<2048x256xf32> into tensor<2048x17x256xf32>
+func.func @bank_append(%f: tensor<2048x256xf32>, %store: tensor<2048x17x256xf32>)
+    -> tensor<2048x17x256xf32> {
+  %e = tensor.expand_shape %f [[0], [1, 2]] output_shape [2048, 1, 256]
+      : tensor<2048x256xf32> into tensor<2048x1x256xf32>
+  %r = tensor.insert_slice %e into %store[0, 2, 0] [2048, 1, 256] [1, 1, 1]
+      : tensor<2048x1x256xf32> into tensor<2048x17x256xf32>
+  return %r : tensor<2048x17x256xf32>
 }
