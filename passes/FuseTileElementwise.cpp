@@ -9,7 +9,8 @@
 // merges single-use elementwise producers into their consumers inside the
 // tile, so a chain of them is one pass over the tile. A kernel a tile
 // computes twice (the backward's recomputed forward values) is computed once,
-// and a result saved through a reshape is written in place, not copied.
+// and a result saved through a reshape or split between outputs is written
+// in place, not copied.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -421,6 +422,60 @@ struct InsertBeforeReshape : OpRewritePattern<scf::ForallOp> {
   }
 };
 
+/// A tile's result split between outputs (AttnRes's backward: the bank
+/// gradient's first rows go on to the next region, its last row is the
+/// sublayer's output gradient) was computed into a temporary and each part
+/// copied out. Each part is computed on its own instead, by the kernel
+/// tiled to it, which then writes its output in place. Applies to an
+/// elementwise kernel whose every use is a slice inserted into an output.
+struct ComputeOutputSlicesApart : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<scf::ForallOp>(op->getParentOp()) ||
+        !op.hasPureTensorSemantics() || op.getNumResults() != 1 ||
+        op.getNumLoops() != op.getNumParallelLoops() ||
+        !op.getIndexingMapMatchingResult(op->getResult(0)).isIdentity() ||
+        op->use_empty())
+      return failure();
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<tensor::ExtractSliceOp> slices;
+    for (Operation *user : op->getUsers()) {
+      auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (!slice || !slice.hasUnitStride() ||
+          slice.getType().getRank() != type.getRank() ||
+          slice.getType() == type || !slice->hasOneUse() ||
+          !isa<tensor::ParallelInsertSliceOp>(*slice->user_begin()))
+        return failure();
+      slices.push_back(slice);
+    }
+    for (tensor::ExtractSliceOp slice : slices) {
+      rewriter.setInsertionPoint(slice);
+      FailureOr<TilingResult> part =
+          cast<TilingInterface>(op.getOperation())
+              .getTiledImplementation(rewriter, slice.getMixedOffsets(),
+                                      slice.getMixedSizes());
+      if (failed(part))
+        return failure();
+      // Its result starts empty (not as a slice of the whole one's empty
+      // tensor), so bufferization can put the output it is inserted into
+      // in its place.
+      auto tiled = cast<linalg::GenericOp>(part->tiledOps.front());
+      OpOperand *init = tiled.getDpsInitOperand(0);
+      if (auto from = init->get().getDefiningOp<tensor::ExtractSliceOp>();
+          from && from.getSource().getDefiningOp<tensor::EmptyOp>()) {
+        rewriter.setInsertionPoint(tiled);
+        init->set(tensor::EmptyOp::create(rewriter, slice.getLoc(),
+                                          slice.getType().getShape(),
+                                          slice.getType().getElementType()));
+      }
+      rewriter.replaceOp(slice, part->tiledValues.front());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Merge an elementwise producer into its only user when both are in
 /// the same fused-region tile and the consumer reads each produced element
 /// once (its map for the operand is a permutation of its loops): nothing is
@@ -454,6 +509,12 @@ struct FuseTileElementwisePass
                  InsertBeforeReshape, RecomputeSpreadKernel>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, fusibleInTile);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    // After the merges: a kernel split into parts would leave its producers
+    // with one reader per part.
+    RewritePatternSet slicesApart(ctx);
+    slicesApart.add<ComputeOutputSlicesApart>(ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(slicesApart))))
       return signalPassFailure();
   }
 };

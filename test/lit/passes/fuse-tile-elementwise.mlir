@@ -1,7 +1,8 @@
 // drc-fuse-tile-elementwise: a fused region's tile of HC's width connection
 // (streams + h ⊗ β) becomes one elementwise op; kernels outside a tile are
 // simplified but not merged; a short matmul in a tile (an outer product) is
-// computed inline by its readers.
+// computed inline by its readers; a tile result split between outputs is
+// computed part by part.
 // RUN: drc-opt %s --drc-fuse-tile-elementwise | FileCheck %s
 
 #h = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
@@ -315,4 +316,53 @@ func.func @outer_product(%x: tensor<64x4x256xf32>, %d: tensor<64x4x1xf32>,
     }
   }
   return %r#0, %r#1 : tensor<64x4xf32>, tensor<64x4x256xf32>
+}
+
+// AttnRes's backward: the bank gradient's tile [16, 4, 256] leaves as its
+// first three rows (the next region's bank gradient) and its last row (the
+// sublayer's output gradient). Each part is computed by its own kernel
+// from an empty tensor of its shape, so bufferization writes it into its
+// output instead of computing the whole tile into a temporary and copying
+// both parts out.
+// CHECK-LABEL: func.func @split_output
+// CHECK: scf.forall
+// CHECK-NOT: tensor.empty() : tensor<16x4x256xf32>
+// CHECK: %[[FIRST:.*]] = tensor.empty() : tensor<16x3x256xf32>
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<16x3x256xf32>, tensor<16x3x256xf32>) outs(%[[FIRST]] : tensor<16x3x256xf32>)
+// CHECK: %[[LAST:.*]] = tensor.empty() : tensor<16x1x256xf32>
+// CHECK: %[[ROW:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<16x1x256xf32>, tensor<16x1x256xf32>) outs(%[[LAST]] : tensor<16x1x256xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[ROWS]] into %{{.*}}[%{{.*}}, 0, 0] [16, 3, 256]
+// CHECK-NEXT: tensor.parallel_insert_slice %[[ROW]] into %{{.*}}[%{{.*}}, 0, 0] [16, 1, 256]
+func.func @split_output(%bank: tensor<64x4x256xf32>, %grad: tensor<64x4x256xf32>)
+    -> (tensor<64x3x256xf32>, tensor<64x1x256xf32>) {
+  %i1 = tensor.empty() : tensor<64x3x256xf32>
+  %i2 = tensor.empty() : tensor<64x1x256xf32>
+  %r:2 = scf.forall (%t) in (4) shared_outs(%o = %i1, %o2 = %i2)
+      -> (tensor<64x3x256xf32>, tensor<64x1x256xf32>) {
+    %at = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %b = tensor.extract_slice %bank[%at, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %g = tensor.extract_slice %grad[%at, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %e = tensor.empty() : tensor<16x4x256xf32>
+    %sum = linalg.generic {indexing_maps = [#id, #id, #id],
+                           iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%b, %g : tensor<16x4x256xf32>, tensor<16x4x256xf32>) outs(%e : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %c: f32, %unused: f32):
+      %s = arith.addf %a, %c : f32
+      linalg.yield %s : f32
+    } -> tensor<16x4x256xf32>
+    %rows = tensor.extract_slice %sum[0, 0, 0] [16, 3, 256] [1, 1, 1]
+        : tensor<16x4x256xf32> to tensor<16x3x256xf32>
+    %row = tensor.extract_slice %sum[0, 3, 0] [16, 1, 256] [1, 1, 1]
+        : tensor<16x4x256xf32> to tensor<16x1x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %rows into %o[%at, 0, 0] [16, 3, 256] [1, 1, 1]
+          : tensor<16x3x256xf32> into tensor<64x3x256xf32>
+      tensor.parallel_insert_slice %row into %o2[%at, 0, 0] [16, 1, 256] [1, 1, 1]
+          : tensor<16x1x256xf32> into tensor<64x1x256xf32>
+    }
+  }
+  return %r#0, %r#1 : tensor<64x3x256xf32>, tensor<64x1x256xf32>
 }
