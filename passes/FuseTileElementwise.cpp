@@ -455,6 +455,8 @@ struct ComputeOutputSlicesApart : OpRewritePattern<linalg::GenericOp> {
           cast<TilingInterface>(op.getOperation())
               .getTiledImplementation(rewriter, slice.getMixedOffsets(),
                                       slice.getMixedSizes());
+      // Tiling a generic to a static in-bounds slice does not fail; were
+      // it to, parts already built would stay beside the whole kernel.
       if (failed(part))
         return failure();
       // Its result starts empty (not as a slice of the whole one's empty
@@ -465,9 +467,10 @@ struct ComputeOutputSlicesApart : OpRewritePattern<linalg::GenericOp> {
       if (auto from = init->get().getDefiningOp<tensor::ExtractSliceOp>();
           from && from.getSource().getDefiningOp<tensor::EmptyOp>()) {
         rewriter.setInsertionPoint(tiled);
-        init->set(tensor::EmptyOp::create(rewriter, slice.getLoc(),
-                                          slice.getType().getShape(),
-                                          slice.getType().getElementType()));
+        Value empty = tensor::EmptyOp::create(rewriter, slice.getLoc(),
+                                              slice.getType().getShape(),
+                                              slice.getType().getElementType());
+        rewriter.modifyOpInPlace(tiled, [&] { init->set(empty); });
       }
       rewriter.replaceOp(slice, part->tiledValues.front());
     }
