@@ -136,7 +136,13 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     (correct, slower). A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
     squashes) are vectorised, 16 elements per vector op, constant-index
-    reads becoming broadcasts. Runs before bufferization.
+    reads becoming broadcasts. Outside fused regions, a long sum into a
+    small result (a parameter gradient over tokens, and bank rows for
+    AttnRes's queries) becomes 16 threaded partial sums over its longest
+    summed axis, added in order; other kernels, on tensors or in place on
+    buffers (AdamW), split their outer loop across threads. A row appended
+    to a bank through a reshape becomes a rank-reducing insert, so its
+    producer writes the bank row. Runs before bufferization.
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t", "4",
@@ -193,7 +199,9 @@ def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> 
     terms (an outer product: HC's coefficient gradients times a weight)
     becomes such a generic, expanded to the tile's shape; a cheap kernel that
     only spreads smaller operands over the tile is recomputed by each of its
-    elementwise readers instead of written once and read back. Kernels
+    elementwise readers instead of written once and read back. A result
+    split between the tile's outputs (AttnRes's bank gradient) is computed
+    part by part, each part written into its output. Kernels
     outside fused regions are not merged: the unfused program stays the
     reference.
   }];
