@@ -16,6 +16,8 @@ namespace drc {
 
 /// The flat fp32 buffers of a training run, each table.numElements() long.
 /// Gradients' padding must be zero (the optimizer reads the whole buffer).
+/// Allocate them as ParameterBuffer (64-byte aligned): any alignment works,
+/// but then the kernels' vector accesses straddle cache lines.
 struct TrainingBuffers {
   float *params = nullptr;
   float *grads = nullptr;

@@ -3,6 +3,7 @@
 
 #include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
+#include "runtime/ParameterBuffer.h"
 #include "runtime/Progress.h"
 
 #include <algorithm>
@@ -429,7 +430,7 @@ ProbeResult probeCheckpoint(ProbeProgram &program, const ModelSpec &spec,
   BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
                        spec.train.evalTokens);
   int64_t domains = int64_t(corpus.domains.size());
-  std::vector<float> params(program.parameters().numElements(), 0.0f);
+  ParameterBuffer params(program.parameters().numElements(), 0.0f);
   TrainState state = loadCheckpointWeights(
       checkpoint, program.parameters(), modelFingerprint(spec), params.data());
   // One progress line over the probes' forward passes and the tasks'.

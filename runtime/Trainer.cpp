@@ -4,6 +4,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
 #include "runtime/Metrics.h"
+#include "runtime/ParameterBuffer.h"
 #include "runtime/ParameterInit.h"
 #include "runtime/Progress.h"
 #include "runtime/Schedule.h"
@@ -59,7 +60,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                      options.runDir.string() + ": " + ec.message());
 
   int64_t size = table.numElements();
-  std::vector<float> params(size, 0.0f), grads(size, 0.0f), adamM(size, 0.0f),
+  ParameterBuffer params(size, 0.0f), grads(size, 0.0f), adamM(size, 0.0f),
       adamV(size, 0.0f);
   TrainingBuffers buffers{params.data(), grads.data(), adamM.data(),
                           adamV.data()};

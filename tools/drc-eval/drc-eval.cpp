@@ -4,6 +4,7 @@
 #include "runtime/Corpus.h"
 #include "runtime/Evaluation.h"
 #include "runtime/Json.h"
+#include "runtime/ParameterBuffer.h"
 #include "tools/common/HostCompiler.h"
 
 #include <cstdio>
@@ -31,7 +32,7 @@ int evalMain(int argc, char **argv) {
                                        static_cast<uint32_t>(spec.model.vocab));
   drc::HostCompiler compiler;
   auto model = compiler.compile(spec);
-  std::vector<float> params(model->parameters().numElements(), 0.0f);
+  drc::ParameterBuffer params(model->parameters().numElements(), 0.0f);
   drc::TrainState state =
       drc::loadCheckpointWeights(checkpoint, model->parameters(),
                                  drc::modelFingerprint(spec), params.data());
