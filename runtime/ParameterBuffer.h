@@ -6,7 +6,7 @@
 // a generated kernel's 512-bit loads and stores of a weight, its gradient or
 // its moments never straddle two cache lines (std::vector<float> gives 16
 // bytes: every vector access then touches two lines). Correctness does not
-// depend on it; speed does (HC d256: generated-kernel samples -1.8%).
+// depend on it; speed does.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_RUNTIME_PARAMETERBUFFER_H
