@@ -677,6 +677,12 @@ def Drc_FusedOp : Drc_Op<"fused", [IsolatedFromAbove, SingleBlock,
     inside the body lives only for one tile: the region reads its inputs
     once and writes its results once.
 
+    A result listed in `partials` is a sum over the tokens (a parameter
+    gradient) computed tile by tile: its yielded value is the tile's sum,
+    and the result stacks them, one per tile (leading dimension
+    `tokens / tile`), for a `drc.sum_leading` after the region to add in
+    tile order. The per-token values it sums need not be written at all.
+
     ```mlir
     %h, %u = drc.fused(%x, %f, %g) {tile = 16 : i64, tokens = 2048 : i64}
         : (tensor<2048x128xf32>, tensor<2048x128xf32>, tensor<128xf32>)
@@ -689,7 +695,8 @@ def Drc_FusedOp : Drc_Op<"fused", [IsolatedFromAbove, SingleBlock,
     ```
   }];
   let arguments = (ins Variadic<AnyType>:$inputs, I64Attr:$tokens,
-                       I64Attr:$tile);
+                       I64Attr:$tile,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$partials);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -709,6 +716,19 @@ def Drc_FusedOp : Drc_Op<"fused", [IsolatedFromAbove, SingleBlock,
     bool isTiled(unsigned input) {
       return getBody().getArgument(input).getType() !=
              getInputs()[input].getType();
+    }
+    /// Whether result `index` stacks per-tile partial sums.
+    bool isPartial(unsigned index) {
+      return ::llvm::is_contained(getPartials(), int64_t(index));
+    }
+    /// The type of a result stacking one `partial` per tile of `tile` out of
+    /// `tokens`.
+    static ::mlir::Type stackedPartials(::mlir::Type partial, int64_t tokens,
+                                        int64_t tile) {
+      auto tensor = ::llvm::cast<::mlir::RankedTensorType>(partial);
+      ::llvm::SmallVector<int64_t> shape{tokens / tile};
+      shape.append(tensor.getShape().begin(), tensor.getShape().end());
+      return tensor.clone(shape);
     }
   }];
 }

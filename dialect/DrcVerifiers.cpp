@@ -559,13 +559,28 @@ LogicalResult FusedOp::verify() {
   if (yield.getValues().size() != getNumResults())
     return emitOpError() << "yields " << yield.getValues().size()
                          << " values for " << getNumResults() << " results";
+  for (int64_t index : getPartials())
+    if (index < 0 || index >= int64_t(getNumResults()))
+      return emitOpError() << "partials names result " << index << " of "
+                           << getNumResults();
   for (auto [index, value, result] :
-       llvm::enumerate(yield.getValues(), getResults()))
+       llvm::enumerate(yield.getValues(), getResults())) {
+    if (isPartial(index)) {
+      if (!isa<RankedTensorType>(value.getType()) ||
+          stackedPartials(value.getType(), tokens, tile) != result.getType())
+        return emitOpError()
+               << "partial-sum result " << index << " of type "
+               << result.getType() << " does not stack one yielded "
+               << value.getType() << " per tile of " << tile << " out of "
+               << tokens << " tokens";
+      continue;
+    }
     if (withLeadingRows(value.getType(), tile) != value.getType() ||
         withLeadingRows(value.getType(), tokens) != result.getType())
       return emitOpError() << "result " << index << " of type "
                            << result.getType() << " is not the " << tokens
                            << "-token whole of its yielded tile of type "
                            << value.getType();
+  }
   return success();
 }

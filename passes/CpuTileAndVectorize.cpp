@@ -280,7 +280,7 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
   int64_t m = mnk[0], n = mnk[1], k = mnk[2];
   int64_t rm = 0, rn = 0;
-  for (int64_t r = registerRows; r >= 2 && !rm; r /= 2)
+  for (int64_t r = registerRows; r >= 1 && !rm; r /= 2)
     rm = m % r == 0 ? r : 0;
   for (int64_t c = registerColumns; c >= 8 && !rn; c /= 2)
     rn = n % c == 0 ? c : 0;

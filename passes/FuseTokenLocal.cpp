@@ -34,15 +34,21 @@ constexpr int64_t kMaxTileTokens = 64;
 /// little work to share across threads.
 constexpr int64_t kOneTileBytes = 256 * 1024;
 
-/// All tokens for a small region; otherwise the most tokens per tile, a
-/// power of two dividing `tokens` and at most kMaxTileTokens, whose largest
-/// per-tile value fits kTileBytes, leaving at least two tiles.
-int64_t pickTile(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
+/// The bytes per token of the widest per-token value `ops` read or make.
+int64_t widestPerToken(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
   int64_t widest = 1;
   for (Operation *op : ops)
     for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
       if (a.of(v) == Rows::PerToken)
         widest = std::max(widest, a.bytesPerToken(v));
+  return widest;
+}
+
+/// All tokens for a small region; otherwise the most tokens per tile, a
+/// power of two dividing `tokens` and at most kMaxTileTokens, whose largest
+/// per-tile value fits kTileBytes, leaving at least two tiles.
+int64_t pickTile(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
+  int64_t widest = widestPerToken(ops, a);
   if (a.tokens * widest <= kOneTileBytes)
     return a.tokens;
   int64_t tile = 1;
@@ -52,10 +58,58 @@ int64_t pickTile(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
   return tile;
 }
 
-/// Replaces `ops` (in block order) by one drc.fused op.
-void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
-          OpBuilder &builder) {
+/// The per-tile partial sums of a region's parts are at most this fraction
+/// of the per-token value they sum: tiles of a few tokens (a GPU's, one
+/// token per tile) would write more than the sum over tokens reads.
+constexpr int64_t kPartialsPerSummedElement = 8;
+
+/// Sums over the tokens (parameter gradients: drc.sum_leading over tokens, a
+/// normed linear's weight gradient) that region `ops` can compute tile by
+/// tile, as partial sums added after it: each sums a per-token value the
+/// region makes, and reads otherwise only per-token values from before the
+/// region (no wider than the region's widest, which set its tile). The
+/// region then need not write what only they read, and the state a weight
+/// gradient reads (a coefficient projection's input) is read once per
+/// tile, by the region, instead of twice over all tokens after it (its row
+/// norms, then the product).
+SmallVector<Operation *> tokenSums(ArrayRef<Operation *> ops,
+                                   const TokenAnalysis &a, int64_t tile) {
   llvm::SmallPtrSet<Operation *, 16> inRegion(ops.begin(), ops.end());
+  int64_t widest = widestPerToken(ops, a);
+  llvm::SetVector<Operation *> sums;
+  for (Operation *op : ops)
+    for (Operation *user : op->getUsers()) {
+      if (inRegion.contains(user) || !isTokenSum(user, a))
+        continue;
+      int64_t largest = 0;
+      bool fits = true;
+      for (Value v : user->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        fits &= (def && inRegion.contains(def)) ||
+                ((!def || def->isBeforeInBlock(ops.front())) &&
+                 a.bytesPerToken(v) <= widest);
+        largest = std::max(largest, a.bytesPerToken(v) * a.tokens);
+      }
+      auto result = cast<RankedTensorType>(user->getResult(0).getType());
+      int64_t partials = a.tokens / tile * result.getNumElements() *
+                         result.getElementTypeBitWidth() / 8;
+      if (fits && partials * kPartialsPerSummedElement <= largest)
+        sums.insert(user);
+    }
+  return sums.takeVector();
+}
+
+/// Replaces `regionOps` (in block order) by one drc.fused op, which also
+/// computes the sums over tokens `sums` (tokenSums) as per-tile partial
+/// sums, each replaced by a drc.sum_leading of them.
+void fuse(ArrayRef<Operation *> regionOps, ArrayRef<Operation *> sums,
+          TokenAnalysis &a, int64_t tile, OpBuilder &builder) {
+  SmallVector<Operation *> ops(regionOps);
+  ops.append(sums.begin(), sums.end());
+  llvm::sort(ops,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  llvm::SmallPtrSet<Operation *, 16> inRegion(ops.begin(), ops.end());
+  llvm::SmallPtrSet<Operation *, 4> summed(sums.begin(), sums.end());
   // An input is read by tiles or whole; a shared value shaped per token may
   // be both, as two inputs.
   SmallVector<std::pair<Value, unsigned>> inputs;
@@ -85,9 +139,18 @@ void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
   SmallVector<Value> inputValues;
   for (auto [v, rows] : inputs)
     inputValues.push_back(v);
-  auto fused =
-      FusedOp::create(builder, last->getLoc(), ValueRange(outputs).getTypes(),
-                      inputValues, a.tokens, tile);
+  SmallVector<Type> resultTypes;
+  SmallVector<int64_t> partials;
+  for (auto [index, v] : llvm::enumerate(outputs)) {
+    bool partial = summed.contains(v.getDefiningOp());
+    resultTypes.push_back(
+        partial ? FusedOp::stackedPartials(v.getType(), a.tokens, tile)
+                : v.getType());
+    if (partial)
+      partials.push_back(index);
+  }
+  auto fused = FusedOp::create(builder, last->getLoc(), resultTypes,
+                               inputValues, a.tokens, tile, partials);
   Block *body = builder.createBlock(&fused.getBody());
   DenseMap<std::pair<Value, unsigned>, Value> arguments;
   for (auto [v, rows] : inputs)
@@ -104,16 +167,32 @@ void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
                readsRows(op, op->getOpOperand(operand.getOperandNumber()))});
           it != arguments.end())
         operand.set(it->second);
-    for (Value result : copy->getResults())
-      result.setType(FusedOp::withRows(result.getType(), tile));
+    if (!summed.contains(op)) // a tile's partial sum has the sum's type
+      for (Value result : copy->getResults())
+        result.setType(FusedOp::withRows(result.getType(), tile));
   }
   SmallVector<Value> yielded;
   for (Value v : outputs)
     yielded.push_back(map.lookup(v));
   YieldOp::create(builder, last->getLoc(), yielded);
-  for (auto [output, result] : llvm::zip(outputs, fused.getResults())) {
-    a.rows[result] = Rows::PerToken; // a later region may read it
-    output.replaceUsesWithIf(result, [&](OpOperand &use) {
+  builder.setInsertionPointAfter(fused);
+  // The fused op and the sums of its partial results: ops that read them
+  // from before the fused op's place move after the last.
+  llvm::SmallPtrSet<Operation *, 16> moved{fused};
+  Operation *after = fused;
+  for (auto [index, output, result] :
+       llvm::enumerate(outputs, fused.getResults())) {
+    Value replacement = result;
+    if (fused.isPartial(index)) {
+      after = SumLeadingOp::create(builder, output.getLoc(), output.getType(),
+                                   result);
+      moved.insert(after);
+      replacement = after->getResult(0);
+      a.rows[result] = a.rows[replacement] = Rows::Other;
+    } else {
+      a.rows[result] = Rows::PerToken; // a later region may read it
+    }
+    output.replaceUsesWithIf(replacement, [&](OpOperand &use) {
       return !inRegion.contains(use.getOwner()) && use.getOwner() != fused;
     });
   }
@@ -121,20 +200,18 @@ void fuse(ArrayRef<Operation *> ops, TokenAnalysis &a, int64_t tile,
   // their users there) move after it, in order. Nothing between them feeds
   // the region (convexity), and none of them is the AdamW step, which comes
   // after every gradient, so side effects keep their order.
-  llvm::SmallPtrSet<Operation *, 16> moved;
   SmallVector<Operation *> toMove;
   for (Operation *op = ops.front(); op != fused; op = op->getNextNode()) {
     if (inRegion.contains(op))
       continue;
     if (llvm::any_of(op->getOperands(), [&](Value v) {
           Operation *def = v.getDefiningOp();
-          return def == fused || (def && moved.contains(def));
+          return def && moved.contains(def);
         })) {
       moved.insert(op);
       toMove.push_back(op);
     }
   }
-  Operation *after = fused;
   for (Operation *op : toMove) {
     op->moveAfter(after);
     after = op;
@@ -488,7 +565,7 @@ struct FuseTokenLocalPass
       if (ops.size() < 2)
         continue;
       int64_t tile = tileTokens ? tileTokens : pickTile(ops, a);
-      fuse(ops, a, tile, builder);
+      fuse(ops, tokenSums(ops, a, tile), a, tile, builder);
     }
     return success();
   }

@@ -1581,7 +1581,7 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
 
 /// A drc.fused region whose body is already linalg: an scf.forall over its
 /// tiles, each reading a slice of every tiled input and writing its tile of
-/// every result.
+/// every result (its row of a result of partial sums).
 void lowerFused(IRRewriter &rewriter, FusedOp op) {
   Location loc = op.getLoc();
   int64_t tile = op.getTile();
@@ -1632,9 +1632,15 @@ void lowerFused(IRRewriter &rewriter, FusedOp op) {
   rewriter.inlineBlockBefore(&body, terminator, arguments);
   rewriter.setInsertionPointToStart(
       cast<scf::InParallelOp>(terminator).getBody());
-  for (auto [value, out] : llvm::zip(tiles, forall.getRegionIterArgs())) {
+  for (auto [index, value, out] :
+       llvm::enumerate(tiles, forall.getRegionIterArgs())) {
     auto [offsets, sizes, strides] =
         tileOf(cast<RankedTensorType>(out.getType()));
+    if (op.isPartial(index)) {
+      // Row `tile index` of the stacked sums, the partial's own rank.
+      offsets[0] = forall.getInductionVar(0);
+      sizes[0] = rewriter.getIndexAttr(1);
+    }
     tensor::ParallelInsertSliceOp::create(rewriter, loc, value, out, offsets,
                                           sizes, strides);
   }

@@ -67,6 +67,14 @@ bool mlir::drc::isNarrowMatrix(int64_t rows, int64_t columns) {
   return narrow <= kMaxNarrowWidth && narrow * kNarrowAspect <= wide;
 }
 
+bool mlir::drc::isTokenSum(Operation *op, const TokenAnalysis &a) {
+  return isa<SumLeadingOp, NormedLinearWeightGradOp>(op) &&
+         a.of(op->getResult(0)) == Rows::Other &&
+         llvm::all_of(op->getOperands(), [&](Value v) {
+           return a.of(v) == Rows::PerToken && a.leadingTokens(v);
+         });
+}
+
 bool mlir::drc::isBankAppend(Operation *op) {
   auto append = dyn_cast<AppendOp>(op);
   if (!append)

@@ -43,6 +43,14 @@ bool isNarrowMatrix(int64_t rows, int64_t columns);
 /// work: drc-store-banks writes each into one store in place.
 bool isBankAppend(Operation *op);
 
+struct TokenAnalysis;
+
+/// Whether `op` is a sum over the tokens of per-token values that a fused
+/// region can compute as per-tile partial sums: a drc.sum_leading over
+/// tokens (a coefficient's bias gradient) or a normed linear's weight
+/// gradient (a coefficient projection's), its result a parameter gradient.
+bool isTokenSum(Operation *op, const TokenAnalysis &analysis);
+
 /// The class of every value of a function body, and its token count.
 struct TokenAnalysis {
   int64_t tokens = 0; ///< 0 when the function takes no tokens

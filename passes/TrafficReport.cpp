@@ -5,7 +5,10 @@
 // writing its results; fused, the region reads each per-token input once and
 // writes each value used after it once. Shared operands (parameters) are
 // read once per tile, not per token, and are left out, as ARCHITECTURES.md
-// §2's counts leave them out; so are views, which lower to reshapes.
+// §2's counts leave them out; so are views, which lower to reshapes. The
+// sums over tokens that make the residual parameters' gradients count by
+// their per-token reads, or, taken into a region, by their per-tile partial
+// sums' writes spread over the tokens.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/TokenLocalRegions.h"
@@ -108,9 +111,21 @@ RegionTraffic measureBankAppend(AppendOp op, const TokenAnalysis &a) {
   return t;
 }
 
+/// The per-token reads of the sums over tokens (isTokenSum) on `fn`'s top
+/// level: each a kernel of its own, reading its operands.
+int64_t tokenSumReads(func::FuncOp fn, const TokenAnalysis &a) {
+  int64_t bytes = 0;
+  for (Operation &op : fn.getBody().front())
+    if (isTokenSum(&op, a))
+      for (Value v : op.getOperands())
+        bytes += a.bytesPerToken(v);
+  return bytes;
+}
+
 /// What `fn`, after drc-fuse-token-local, moves: each drc.fused op its
-/// per-token inputs and its results, each token-local op left outside a region
-/// its own operands and results.
+/// per-token inputs and its results (partial sums per tile spread over the
+/// tokens), each token-local op left outside a region its own operands and
+/// results.
 Traffic fusedProgram(func::FuncOp fn) {
   TokenAnalysis a = analyseTokens(fn);
   Traffic t;
@@ -122,13 +137,21 @@ Traffic fusedProgram(func::FuncOp fn) {
     for (Value input : fused.getInputs())
       if (a.of(input) == Rows::PerToken)
         t.read += a.bytesPerToken(input);
-    for (Value result : fused.getResults())
-      t.written += a.bytesPerToken(result);
+    for (auto [index, result] : llvm::enumerate(fused.getResults())) {
+      if (!fused.isPartial(index)) {
+        t.written += a.bytesPerToken(result);
+        continue;
+      }
+      auto type = cast<RankedTensorType>(result.getType());
+      t.written += llvm::divideCeil(
+          type.getNumElements() * type.getElementTypeBitWidth() / 8, a.tokens);
+    }
   });
   fn.walk([&](AppendOp append) {
     if (isBankAppend(append))
       t += measureBankAppend(append, a).fused;
   });
+  t.read += tokenSumReads(fn, a);
   return t;
 }
 
@@ -192,6 +215,7 @@ std::string mlir::drc::residualTrafficReport(ModuleOp module,
         row("bank appends", banks.ops, banks.unfused, banks.fused,
             &banks.minimum);
     }
+    total.unfused.read += tokenSumReads(fn, a);
     // The backward pass recomputes forward values (drc-fuse-token-local's
     // rematerialisation): measured on the fused program itself.
     if (auto fused = fusedModule.lookupSymbol<func::FuncOp>(name))
@@ -203,6 +227,9 @@ std::string mlir::drc::residualTrafficReport(ModuleOp module,
         "(drc-fuse-token-local); min: the state read and written once, plus "
         "the sublayer output read and its next input written. Bank appends "
         "grow a depth bank in place (drc-store-banks). Parameters are not "
-        "counted.\n";
+        "counted; the sums over tokens that make the residual parameters' "
+        "gradients (coefficients' weights and biases) are: their per-token "
+        "reads, or, computed in a region as partial sums per tile, those "
+        "sums' writes spread over the tokens.\n";
   return text;
 }

@@ -315,3 +315,26 @@ func.func @f(%x: tensor<8x4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{partial-sum result 0 of type 'tensor<8x4xf32>' does not stack one yielded 'tensor<4xf32>' per tile of 4 out of 8 tokens}}
+  %0 = drc.fused(%x) {partials = array<i64: 0>, tile = 4 : i64, tokens = 8 : i64} : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%t: tensor<4x4xf32>):
+    %s = drc.sum_leading %t : (tensor<4x4xf32>) -> tensor<4xf32>
+    drc.yield %s : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{partials names result 1 of 1}}
+  %0 = drc.fused(%x) {partials = array<i64: 1>, tile = 4 : i64, tokens = 8 : i64} : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%t: tensor<4x4xf32>):
+    drc.yield %t : tensor<4x4xf32>
+  }
+  return
+}

@@ -144,3 +144,18 @@ func.func @fused(%x: tensor<8x16xf32>, %g: tensor<16xf32>) -> (tensor<8x16xf32>,
   }
   return %h, %u : tensor<8x16xf32>, tensor<8x16xf32>
 }
+
+// A sum over the tokens computed per tile: one partial sum per tile.
+// CHECK-LABEL: func.func @fused_partials
+// CHECK:       drc.fused(%{{.*}}) {partials = array<i64: 1>, tile = 4 : i64, tokens = 8 : i64} : (tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<2x16xf32>)
+// CHECK:         drc.sum_leading %{{.*}} : (tensor<4x16xf32>) -> tensor<16xf32>
+func.func @fused_partials(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>) {
+  %h, %p = drc.fused(%x) {partials = array<i64: 1>, tile = 4 : i64, tokens = 8 : i64} : (tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<2x16xf32>) {
+  ^bb0(%xt: tensor<4x16xf32>):
+    %ht = drc.add %xt, %xt : tensor<4x16xf32>
+    %st = drc.sum_leading %ht : (tensor<4x16xf32>) -> tensor<16xf32>
+    drc.yield %ht, %st : tensor<4x16xf32>, tensor<16xf32>
+  }
+  %s = drc.sum_leading %p : (tensor<2x16xf32>) -> tensor<16xf32>
+  return %h, %s : tensor<8x16xf32>, tensor<16xf32>
+}
