@@ -68,7 +68,7 @@ bool mlir::drc::isNarrowMatrix(int64_t rows, int64_t columns) {
 }
 
 bool mlir::drc::isTokenSum(Operation *op, const TokenAnalysis &a) {
-  return isa<SumLeadingOp, NormedLinearWeightGradOp>(op) &&
+  return isa<SumLeadingOp, NormedLinearWeightGradOp, RMSNormGainGradOp>(op) &&
          a.of(op->getResult(0)) == Rows::Other &&
          llvm::all_of(op->getOperands(), [&](Value v) {
            return a.of(v) == Rows::PerToken && a.leadingTokens(v);

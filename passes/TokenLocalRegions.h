@@ -47,8 +47,9 @@ struct TokenAnalysis;
 
 /// Whether `op` is a sum over the tokens of per-token values that a fused
 /// region can compute as per-tile partial sums: a drc.sum_leading over
-/// tokens (a coefficient's bias gradient) or a normed linear's weight
-/// gradient (a coefficient projection's), its result a parameter gradient.
+/// tokens (a coefficient's bias gradient), a normed linear's weight
+/// gradient (a coefficient projection's) or an RMSNorm gain's gradient, its
+/// result a parameter gradient.
 bool isTokenSum(Operation *op, const TokenAnalysis &analysis);
 
 /// The class of every value of a function body, and its token count.

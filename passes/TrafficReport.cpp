@@ -228,7 +228,8 @@ std::string mlir::drc::residualTrafficReport(ModuleOp module,
         "the sublayer output read and its next input written. Bank appends "
         "grow a depth bank in place (drc-store-banks). Parameters are not "
         "counted; the sums over tokens that make the residual parameters' "
-        "gradients (coefficients' weights and biases) are: their per-token "
+        "gradients (coefficients' weights and biases, norm gains) are: their "
+        "per-token "
         "reads, or, computed in a region as partial sums per tile, those "
         "sums' writes spread over the tokens.\n";
   return text;
