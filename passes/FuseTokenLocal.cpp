@@ -46,9 +46,9 @@ int64_t widestPerToken(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
 
 /// All tokens for a small region; otherwise the most tokens per tile, a
 /// power of two dividing `tokens` and at most kMaxTileTokens, whose largest
-/// per-tile value fits kTileBytes, leaving at least two tiles.
-int64_t pickTile(ArrayRef<Operation *> ops, const TokenAnalysis &a) {
-  int64_t widest = widestPerToken(ops, a);
+/// per-tile value fits kTileBytes, leaving at least two tiles. `widest`:
+/// widestPerToken of the region.
+int64_t pickTile(int64_t widest, const TokenAnalysis &a) {
   if (a.tokens * widest <= kOneTileBytes)
     return a.tokens;
   int64_t tile = 1;
@@ -67,15 +67,16 @@ constexpr int64_t kPartialsPerSummedElement = 8;
 /// normed linear's weight gradient) that region `ops` can compute tile by
 /// tile, as partial sums added after it: each sums a per-token value the
 /// region makes, and reads otherwise only per-token values from before the
-/// region (no wider than the region's widest, which set its tile). The
+/// region (no wider than `widest`, the region's widest, which set its
+/// tile). The
 /// region then need not write what only they read, and the state a weight
 /// gradient reads (a coefficient projection's input) is read once per
 /// tile, by the region, instead of twice over all tokens after it (its row
 /// norms, then the product).
 SmallVector<Operation *> tokenSums(ArrayRef<Operation *> ops,
-                                   const TokenAnalysis &a, int64_t tile) {
+                                   const TokenAnalysis &a, int64_t widest,
+                                   int64_t tile) {
   llvm::SmallPtrSet<Operation *, 16> inRegion(ops.begin(), ops.end());
-  int64_t widest = widestPerToken(ops, a);
   llvm::SetVector<Operation *> sums;
   for (Operation *op : ops)
     for (Operation *user : op->getUsers()) {
@@ -188,7 +189,6 @@ void fuse(ArrayRef<Operation *> regionOps, ArrayRef<Operation *> sums,
                                    result);
       moved.insert(after);
       replacement = after->getResult(0);
-      a.rows[result] = a.rows[replacement] = Rows::Other;
     } else {
       a.rows[result] = Rows::PerToken; // a later region may read it
     }
@@ -564,8 +564,9 @@ struct FuseTokenLocalPass
     for (SmallVector<Operation *> &ops : tokenLocalRegions(fn, a)) {
       if (ops.size() < 2)
         continue;
-      int64_t tile = tileTokens ? tileTokens : pickTile(ops, a);
-      fuse(ops, tokenSums(ops, a, tile), a, tile, builder);
+      int64_t widest = widestPerToken(ops, a);
+      int64_t tile = tileTokens ? tileTokens : pickTile(widest, a);
+      fuse(ops, tokenSums(ops, a, widest, tile), a, tile, builder);
     }
     return success();
   }

@@ -229,8 +229,7 @@ std::string mlir::drc::residualTrafficReport(ModuleOp module,
         "grow a depth bank in place (drc-store-banks). Parameters are not "
         "counted; the sums over tokens that make the residual parameters' "
         "gradients (coefficients' weights and biases, norm gains) are: their "
-        "per-token "
-        "reads, or, computed in a region as partial sums per tile, those "
-        "sums' writes spread over the tokens.\n";
+        "per-token reads, or, computed in a region as partial sums per "
+        "tile, those sums' writes spread over the tokens.\n";
   return text;
 }

@@ -47,7 +47,8 @@ means these functions in kernel-level drc ops.
 boundary between sublayers in the forward pass and in total for the train
 step, with every op its own kernel (unfused), with each drc.fused region one
 kernel (fused), and the minimum (the state read and written once, plus the
-sublayer output read and its next input written).
+sublayer output read and its next input written). The sums over tokens that
+make the residual parameters' gradients count too.
 --print-params lists the parameters by optimizer group with their shapes and
 initialisers instead, then totals: all, the backbone's, and what the residual
 scheme adds.
