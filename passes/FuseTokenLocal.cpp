@@ -525,9 +525,49 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
           home && approved.count({at->second, *home}))
         operand.set(recompute(operand.get(), at->second, &op));
   }
-  // Forward values now read by nobody.
+  // A recomputed value whose data the backward region reads anyway as
+  // another shape is that read, viewed: mHC's backward region reads the
+  // [N, n C] rows of a state as an input of the next state's recomputation,
+  // and recomputed the same state as [N, n, C] from the boundary before it
+  // (a stream mix, and a state and a sublayer output read for nothing).
+  DenseMap<Operation *, size_t> cloneOf;
+  for (auto &[key, clone] : clones)
+    cloneOf[clone.getDefiningOp()] = key.second;
+  auto backwardRegion = [&](Operation *op) -> std::optional<size_t> {
+    if (auto at = cloneOf.find(op); at != cloneOf.end())
+      return at->second;
+    if (auto at = regionOf.find(op);
+        at != regionOf.end() && backward.contains(op))
+      return at->second;
+    return std::nullopt;
+  };
+  DenseMap<size_t, llvm::DenseSet<Value>> readAfter;
+  for (Operation &op : block)
+    if (std::optional<size_t> region = backwardRegion(&op))
+      for (Value v : op.getOperands())
+        if (a.of(v) == Rows::PerToken &&
+            backwardRegion(v.getDefiningOp()) != region)
+          readAfter[*region].insert(v);
+  for (auto &[key, clone] : clones) {
+    auto [v, region] = key;
+    for (Operation *user : v.getUsers()) {
+      auto at = regionOf.find(user);
+      if (!isa<ViewOp>(user) || at == regionOf.end() ||
+          at->second != *inForward(v) ||
+          !readAfter[region].contains(user->getResult(0)))
+        continue;
+      builder.setInsertionPoint(clone.getDefiningOp());
+      auto view = ViewOp::create(builder, clone.getLoc(), v.getType(),
+                                 user->getResult(0), ValueRange());
+      view->setAttr(kRecomputedAttr, builder.getUnitAttr());
+      clone.replaceAllUsesWith(view.getResult());
+      break;
+    }
+  }
+  // Forward values now read by nobody, and clones made redundant above.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-    if (regionOf.count(&op) && op.use_empty() && isPure(&op))
+    if ((regionOf.count(&op) || op.hasAttr(kRecomputedAttr)) &&
+        op.use_empty() && isPure(&op))
       op.erase();
 }
 
