@@ -13,7 +13,9 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/MapVector.h"
@@ -519,6 +521,23 @@ bool isSmallElementwise(linalg::GenericOp op) {
   return elements <= kSmallElements;
 }
 
+/// The vector arithmetic of a small elementwise kernel's loop body (a
+/// token's [1, 4, 4]) on flat vectors of all its elements: LLVM splits an
+/// n-D vector into rows, four 4-lane ops per op on a 4 x 4 matrix; flat,
+/// each op is one 16-lane instruction. Reads and writes keep their shape,
+/// cast to and from the flat vectors.
+void flattenArithmetic(Operation *loop) {
+  MLIRContext *ctx = loop->getContext();
+  TypeConverter converter;
+  ConversionTarget target(*ctx);
+  vector::populateForVectorLinearize(converter, target);
+  target.addLegalOp<vector::TransferReadOp, vector::TransferWriteOp>();
+  RewritePatternSet patterns(ctx);
+  vector::populateVectorLinearizeBasePatterns(converter, target, patterns);
+  // Rolled back where it fails: the kernel keeps its n-D vectors (correct).
+  (void)applyPartialConversion(loop, target, std::move(patterns));
+}
+
 /// Vectorises a small elementwise kernel (isSmallElementwise). An input read
 /// at a constant index (a short-axis normalize's inline sum reads A[t, i, k]
 /// for each k) is first sliced to that index and read through a broadcast
@@ -590,9 +609,13 @@ void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op) {
     kernel = tiled->tiledOps.front();
     rewriter.setInsertionPoint(kernel);
   }
+  Operation *loop = rows < ranges[0] ? kernel->getParentOp() : nullptr;
   auto vectorized = linalg::vectorize(rewriter, kernel);
-  if (succeeded(vectorized))
-    rewriter.replaceOp(kernel, vectorized->replacements);
+  if (failed(vectorized))
+    return;
+  rewriter.replaceOp(kernel, vectorized->replacements);
+  if (loop)
+    flattenArithmetic(loop);
 }
 
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.

@@ -116,16 +116,20 @@ func.func @fills() -> (tensor<32x256x256xf32>, tensor<256xf32>) {
 
 // A Sinkhorn row step of a fused region's 16-token tile (mHC, n = 4): each
 // element divided by its row's sum, read at constant indices. It becomes
-// vector<1x4x4xf32> arithmetic, one token's matrix at a time, each
-// constant-index read a broadcast of a one-column slice, instead of a scalar
-// divide per element.
+// vector arithmetic on one token's matrix at a time, each constant-index
+// read a broadcast of a one-column slice, instead of a scalar divide per
+// element; the arithmetic runs on the matrix flattened to one 16-lane vector
+// (as vector<1x4x4xf32>, LLVM would split it into four 4-lane rows).
 // CHECK-LABEL: func.func @sinkhorn_rows
 // CHECK: scf.forall
 // CHECK-COUNT-4: tensor.extract_slice %{{.*}}[0, 0, {{[0-3]}}] [16, 4, 1] [1, 1, 1]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}
 // CHECK: vector.transfer_read %{{.*}} : tensor<1x4x4xf32>, vector<1x4x4xf32>
+// CHECK-NEXT: vector.shape_cast %{{.*}} : vector<1x4x4xf32> to vector<16xf32>
 // CHECK-COUNT-4: vector.transfer_read %{{.*}} permutation_map = #{{.*}} : tensor<1x4x1xf32>, vector<1x4x4xf32>
-// CHECK: arith.divf %{{.*}}, %{{.*}} : vector<1x4x4xf32>
+// CHECK: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK-NEXT: vector.shape_cast %{{.*}} : vector<16xf32> to vector<1x4x4xf32>
+// CHECK-NEXT: vector.transfer_write
 // CHECK-NOT: linalg.generic
 // CHECK: return
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
