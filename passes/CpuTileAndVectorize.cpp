@@ -525,18 +525,27 @@ bool isSmallElementwise(linalg::GenericOp op) {
 /// token's [1, 4, 4]) on flat vectors of all its elements: LLVM splits an
 /// n-D vector into rows, four 4-lane ops per op on a 4 x 4 matrix; flat,
 /// each op is one 16-lane instruction. Reads and writes keep their shape,
-/// cast to and from the flat vectors.
-void flattenArithmetic(Operation *loop) {
-  MLIRContext *ctx = loop->getContext();
+/// cast to and from the flat vectors. Built once per pass run, applied to
+/// each kernel's loop.
+struct FlatArithmetic {
   TypeConverter converter;
-  ConversionTarget target(*ctx);
-  vector::populateForVectorLinearize(converter, target);
-  target.addLegalOp<vector::TransferReadOp, vector::TransferWriteOp>();
-  RewritePatternSet patterns(ctx);
-  vector::populateVectorLinearizeBasePatterns(converter, target, patterns);
-  // Rolled back where it fails: the kernel keeps its n-D vectors (correct).
-  (void)applyPartialConversion(loop, target, std::move(patterns));
-}
+  ConversionTarget target;
+  FrozenRewritePatternSet patterns;
+
+  explicit FlatArithmetic(MLIRContext *ctx) : target(*ctx) {
+    vector::populateForVectorLinearize(converter, target);
+    target.addLegalOp<vector::TransferReadOp, vector::TransferWriteOp>();
+    RewritePatternSet set(ctx);
+    vector::populateVectorLinearizeBasePatterns(converter, target, set);
+    patterns = std::move(set);
+  }
+
+  void apply(Operation *loop) const {
+    // Rolled back where it fails: the kernel keeps its n-D vectors
+    // (correct).
+    (void)applyPartialConversion(loop, target, patterns);
+  }
+};
 
 /// Vectorises a small elementwise kernel (isSmallElementwise). An input read
 /// at a constant index (a short-axis normalize's inline sum reads A[t, i, k]
@@ -544,7 +553,8 @@ void flattenArithmetic(Operation *loop) {
 /// map: linalg's vectoriser takes (d0, 0, d2) on a unit dimension, not a
 /// constant index into a longer one. A kernel the vectoriser rejects stays
 /// a loop nest (correct, scalar).
-void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op) {
+void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op,
+                               const FlatArithmetic &flat) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
@@ -615,7 +625,7 @@ void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op) {
     return;
   rewriter.replaceOp(kernel, vectorized->replacements);
   if (loop)
-    flattenArithmetic(loop);
+    flat.apply(loop);
 }
 
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.
@@ -732,8 +742,9 @@ struct CpuTileAndVectorizePass
       if (isSmallElementwise(op))
         small.push_back(op);
     });
+    FlatArithmetic flat(&getContext());
     for (linalg::GenericOp op : small)
-      vectoriseSmallElementwise(rewriter, op);
+      vectoriseSmallElementwise(rewriter, op, flat);
     // Kernels outside fused regions.
     SmallVector<linalg::GenericOp> generics;
     for (auto fn : getOperation().getOps<func::FuncOp>())

@@ -236,6 +236,20 @@ llvm::DenseSet<Operation *> backwardOps(Block &block) {
   return backward;
 }
 
+/// The per-token values each region reads from outside itself, the regions
+/// given by `regionOf` (an op's region, if it is in one).
+DenseMap<size_t, llvm::DenseSet<Value>>
+outsideReads(Block &block, const TokenAnalysis &a,
+             function_ref<std::optional<size_t>(Operation *)> regionOf) {
+  DenseMap<size_t, llvm::DenseSet<Value>> reads;
+  for (Operation &op : block)
+    if (std::optional<size_t> region = regionOf(&op))
+      for (Value v : op.getOperands())
+        if (a.of(v) == Rows::PerToken && regionOf(v.getDefiningOp()) != region)
+          reads[*region].insert(v);
+  return reads;
+}
+
 /// What the rematerialisation rules below look at: the function's token-local
 /// regions, its backward ops, and the per-token values each region reads
 /// from outside itself.
@@ -246,14 +260,14 @@ struct RegionView {
 
   RegionView(func::FuncOp fn, const TokenAnalysis &a)
       : backward(backwardOps(fn.getBody().front())),
-        regionOf(regionIndex(tokenLocalRegions(fn, a))) {
-    for (auto [op, region] : regionOf)
-      for (Value v : op->getOperands())
-        if (auto at = regionOf.find(v.getDefiningOp());
-            a.of(v) == Rows::PerToken &&
-            (at == regionOf.end() || at->second != region))
-          reads[region].insert(v);
-  }
+        regionOf(regionIndex(tokenLocalRegions(fn, a))),
+        reads(outsideReads(fn.getBody().front(), a,
+                           [&](Operation *op) -> std::optional<size_t> {
+                             if (auto at = regionOf.find(op);
+                                 at != regionOf.end())
+                               return at->second;
+                             return std::nullopt;
+                           })) {}
 };
 
 /// Sinking: a forward value that only a later forward region reads is
@@ -541,13 +555,8 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
       return at->second;
     return std::nullopt;
   };
-  DenseMap<size_t, llvm::DenseSet<Value>> readAfter;
-  for (Operation &op : block)
-    if (std::optional<size_t> region = backwardRegion(&op))
-      for (Value v : op.getOperands())
-        if (a.of(v) == Rows::PerToken &&
-            backwardRegion(v.getDefiningOp()) != region)
-          readAfter[*region].insert(v);
+  DenseMap<size_t, llvm::DenseSet<Value>> readAfter =
+      outsideReads(block, a, backwardRegion);
   for (auto &[key, clone] : clones) {
     auto [v, region] = key;
     for (Operation *user : v.getUsers()) {

@@ -67,7 +67,10 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     `recompute`): the backward region then reads the forward region's inputs
     and the forward region stops writing its intermediates, except values
     that cost more than a few flops per byte to recompute (the results of
-    coefficient projections, checkpoints of long chains), which stay saved.
+    coefficient projections, checkpoints of long chains), which stay saved;
+    a recomputed value whose data the backward region reads anyway in
+    another shape (mHC's state, read as its [N, n C] rows) is read as a
+    view of that instead.
     With the same option, a forward value only the next forward region
     reads, made from values written anyway (HC's A_r^T H from the state
     saved for the weight gradients), is computed by that region instead of
@@ -136,7 +139,7 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     (correct, slower). A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
     squashes) are vectorised, 16 elements per vector op, constant-index
-    reads becoming broadcasts. Outside fused regions, a long sum into a
+    reads becoming broadcasts, their arithmetic on flat 16-lane vectors. Outside fused regions, a long sum into a
     small result (a parameter gradient over tokens, and bank rows for
     AttnRes's queries) becomes 16 threaded partial sums over its longest
     summed axis, added in order; other kernels, on tensors or in place on
