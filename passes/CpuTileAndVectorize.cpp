@@ -101,10 +101,6 @@ sliceOrigin(RewriterBase &rewriter, Location loc,
   return {source, offsets};
 }
 
-/// Marks the dot-product loops (scheduleDotProducts) whose accumulators
-/// hoistAccumulators keeps in registers.
-constexpr llvm::StringLiteral kAccumulatingLoop = "drc.accumulating_loop";
-
 constexpr int64_t kDotLanes = 16;
 constexpr int64_t kDotResultElements = 4096;
 
@@ -127,71 +123,97 @@ bool runsAsDotProducts(linalg::LinalgOp op) {
 /// A fused region's coefficient projection, x̂ [16, 1024] · φᵀ with φ
 /// [16, 1024] read [n, k]: a register tile vectorised along n would gather
 /// each B column from n rows 4 KB apart. Both operands are contiguous along
-/// k, so it runs as dot products: partial[m, n, l] = Σ_kk A[m, 16 kk + l] ·
-/// B[n, 16 kk + l], register tiles of up to 4 x 4 dot products by 16 lanes
-/// kept in registers across kk, then C[m, n] += Σ_l partial[m, n, l].
+/// k, so it runs as dot products: for each register tile of up to 4 x 4
+/// results, 16-lane partial sums acc[i, j, l] = Σ_kk A[i, 16 kk + l] ·
+/// B[j, 16 kk + l] start at zero in registers, then the lanes of each are
+/// summed (a horizontal reduction) and added to C[i, j]. The partial sums
+/// never touch memory: kept in a buffer, LLVM zeroed it and summed its
+/// lanes with scatters and gathers, as slow as the dot products themselves.
 /// Returns false (nothing changed) when `op` is not such a matmul.
 bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
   if (!runsAsDotProducts(op))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t m = ranges[0], n = ranges[1], k = ranges[2];
+  int64_t rn = dividing(n, {4, 2, 1}), rm = dividing(m, {16 / rn, 4, 2, 1});
   MLIRContext *ctx = op.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(3, ctx);
   Location loc = op.getLoc();
   Type element = getElementTypeOrSelf(op->getResult(0).getType());
+  Value a = op.getDpsInputOperand(0)->get(),
+        b = op.getDpsInputOperand(1)->get();
   rewriter.setInsertionPoint(op);
-  auto byLanes = [&](Value v, int64_t rows) -> Value {
-    return tensor::ExpandShapeOp::create(
-        rewriter, loc,
-        RankedTensorType::get({rows, k / kDotLanes, kDotLanes}, element), v,
-        ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
   };
-  Value a = byLanes(op.getDpsInputOperand(0)->get(), m);
-  Value b = byLanes(op.getDpsInputOperand(1)->get(), n);
-  Value zero = arith::ConstantOp::create(rewriter, loc, element,
-                                         rewriter.getZeroAttr(element));
-  Value empty = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<int64_t>{m, n, kDotLanes}, element);
-  Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-  // Loops m, n, kk, l.
-  AffineMap loops = AffineMap::getMultiDimIdentityMap(4, ctx);
-  using utils::IteratorType;
-  auto partials = linalg::GenericOp::create(
-      rewriter, loc, init.getType(), ValueRange{a, b}, ValueRange{init},
-      ArrayRef<AffineMap>{loops.getSubMap({0, 2, 3}),
-                          loops.getSubMap({1, 2, 3}),
-                          loops.getSubMap({0, 1, 3})},
-      ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::parallel,
-                             IteratorType::reduction, IteratorType::parallel},
-      [](OpBuilder &builder, Location loc, ValueRange args) {
-        Value product = arith::MulFOp::create(builder, loc, args[0], args[1]);
-        linalg::YieldOp::create(
-            builder, loc,
-            arith::AddFOp::create(builder, loc, args[2], product).getResult());
+  Value zero = index(0),
+        padding = arith::ConstantOp::create(rewriter, loc, element,
+                                            rewriter.getZeroAttr(element));
+  auto accType = VectorType::get({rm, rn, kDotLanes}, element);
+  auto tileType = VectorType::get({rm, rn}, element);
+  Value zeros = arith::ConstantOp::create(
+      rewriter, loc, accType,
+      DenseElementsAttr::get(accType, rewriter.getZeroAttr(element)));
+  // Rows of A broadcast along the tile's columns, rows of B along its rows.
+  AffineMap aMap = AffineMap::get(2, 0,
+                                  {getAffineDimExpr(0, ctx),
+                                   getAffineConstantExpr(0, ctx),
+                                   getAffineDimExpr(1, ctx)},
+                                  ctx),
+            bMap = AffineMap::get(2, 0,
+                                  {getAffineConstantExpr(0, ctx),
+                                   getAffineDimExpr(0, ctx),
+                                   getAffineDimExpr(1, ctx)},
+                                  ctx);
+  SmallVector<bool> inBounds3(3, true), inBounds2(2, true);
+  auto rowLoop = scf::ForOp::create(
+      rewriter, loc, zero, index(m), index(rm),
+      ValueRange{op.getDpsInitOperand(0)->get()},
+      [&](OpBuilder &builder, Location loc, Value i, ValueRange c) {
+        auto columnLoop = scf::ForOp::create(
+            builder, loc, zero, index(n), index(rn), c,
+            [&](OpBuilder &builder, Location loc, Value j, ValueRange c) {
+              auto lanes = scf::ForOp::create(
+                  builder, loc, zero, index(k), index(kDotLanes),
+                  ValueRange{zeros},
+                  [&](OpBuilder &builder, Location loc, Value kk,
+                      ValueRange acc) {
+                    Value rows = vector::TransferReadOp::create(
+                        builder, loc, accType, a, ValueRange{i, kk}, padding,
+                        aMap, inBounds3);
+                    Value columns = vector::TransferReadOp::create(
+                        builder, loc, accType, b, ValueRange{j, kk}, padding,
+                        bMap, inBounds3);
+                    scf::YieldOp::create(builder, loc,
+                                         vector::FMAOp::create(builder, loc,
+                                                               rows, columns,
+                                                               acc.front())
+                                             .getResult());
+                  });
+              // Each dot product's 16 lanes summed onto its C element.
+              Value after = vector::TransferReadOp::create(
+                  builder, loc, tileType, c.front(), ValueRange{i, j}, padding,
+                  inBounds2);
+              for (int64_t r = 0; r < rm; ++r)
+                for (int64_t col = 0; col < rn; ++col) {
+                  SmallVector<int64_t> at{r, col};
+                  Value sum = vector::ReductionOp::create(
+                      builder, loc, vector::CombiningKind::ADD,
+                      vector::ExtractOp::create(builder, loc,
+                                                lanes.getResult(0), at),
+                      vector::ExtractOp::create(builder, loc, after, at),
+                      arith::FastMathFlags::reassoc);
+                  after =
+                      vector::InsertOp::create(builder, loc, sum, after, at);
+                }
+              scf::YieldOp::create(builder, loc,
+                                   vector::TransferWriteOp::create(
+                                       builder, loc, after, c.front(),
+                                       ValueRange{i, j}, inBounds2)
+                                       .getResult());
+            });
+        scf::YieldOp::create(builder, loc, columnLoop.getResults());
       });
-  auto combine = linalg::GenericOp::create(
-      rewriter, loc, op->getResult(0).getType(), partials.getResult(0),
-      op.getDpsInitOperand(0)->get(),
-      ArrayRef<AffineMap>{identity, identity.getSubMap({0, 1})},
-      ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::parallel,
-                             IteratorType::reduction},
-      [](OpBuilder &builder, Location loc, ValueRange args) {
-        linalg::YieldOp::create(
-            builder, loc,
-            arith::AddFOp::create(builder, loc, args[1], args[0]).getResult());
-      });
-  rewriter.replaceOp(op, combine.getResults());
-  int64_t rn = dividing(n, {4, 2, 1}), rm = dividing(m, {16 / rn, 4, 2, 1});
-  auto registers = tile(rewriter, partials, {rm, rn, 1, 0}, /*forall=*/false);
-  if (failed(registers))
-    return true; // correct, untiled
-  registers->loops.back()->setAttr(kAccumulatingLoop, rewriter.getUnitAttr());
-  Operation *tileOp = registers->tiledOps.front();
-  rewriter.setInsertionPoint(tileOp);
-  if (auto vectorized = linalg::vectorize(rewriter, tileOp);
-      succeeded(vectorized))
-    rewriter.replaceOp(tileOp, vectorized->replacements);
+  rewriter.replaceOp(op, rowLoop.getResults());
   return true;
 }
 
@@ -685,17 +707,6 @@ void hoistAccumulators(RewriterBase &rewriter, Operation *root) {
   root->walk([&](vector::ContractionOp contract) {
     if (auto loop = dyn_cast<scf::ForOp>(contract->getParentOp()))
       kLoops.push_back(loop);
-  });
-  // A dot-product loop's multiply and add become one FMA per lane and step.
-  root->walk([&](scf::ForOp loop) {
-    if (!loop->removeAttr(kAccumulatingLoop))
-      return;
-    kLoops.push_back(loop);
-    loop.getBody()->walk([](arith::ArithFastMathInterface math) {
-      math->setAttr(math.getFastMathAttrName(),
-                    arith::FastMathFlagsAttr::get(
-                        math->getContext(), arith::FastMathFlags::contract));
-    });
   });
   for (scf::ForOp loop : kLoops) {
     LoopLikeOpInterface hoisted = hoistLoopInvariantSubsets(

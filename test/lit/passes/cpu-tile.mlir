@@ -162,21 +162,26 @@ func.func @sinkhorn_rows(%a: tensor<256x4x4xf32>) -> tensor<256x4x4xf32> {
 // times φᵀ, φ read [16, 1024]. Vectorised along n it would gather a column
 // of φ per k; it runs as dot products instead, both operands read 16
 // contiguous lanes per step, 4 x 4 dot products kept in registers across
-// the 64 steps (no transfer of the accumulator inside the loop), then the
-// 16 lanes summed into C.
+// the 64 steps (starting from zero, no transfer of the accumulator inside
+// the loop), then each one's 16 lanes summed onto its C element: no buffer
+// of partial sums, no fill of one, no reduction kernel over one.
 // CHECK-LABEL: func.func @tile_projection
-// CHECK-DAG: %[[X:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [16, 64, 16] : tensor<16x1024xf32> into tensor<16x64x16xf32>
-// CHECK-DAG: %[[PHI:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [16, 64, 16] : tensor<16x1024xf32> into tensor<16x64x16xf32>
-// CHECK: vector.transfer_read {{.*}} : tensor<4x4x16xf32>, vector<4x4x16xf32>
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c1 iter_args({{.*}}) -> ({{.*}}vector<4x4x16xf32>)
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4x4x16xf32>
+// CHECK: scf.forall
+// CHECK: %[[X:.*]] = tensor.extract_slice
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %c16 step %c4 iter_args
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %c16 step %c4 iter_args
+// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %{{.*}} to %c1024 step %c16 iter_args(%[[A:.*]] = %[[ZERO]]) -> (vector<4x4x16xf32>)
 // CHECK-NOT: vector.transfer_write
-// CHECK: tensor.extract_slice %[[X]]{{.*}} [4, 1, 16] [1, 1, 1]
-// CHECK: tensor.extract_slice %[[PHI]]{{.*}} [4, 1, 16] [1, 1, 1]
-// CHECK: arith.mulf {{.*}} fastmath<contract> : vector<4x4x1x16xf32>
-// CHECK: arith.addf {{.*}} fastmath<contract> : vector<4x4x16xf32>
-// CHECK: scf.yield
-// CHECK: vector.transfer_write {{.*}} : vector<4x4x16xf32>, tensor<4x4x16xf32>
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x16x16xf32>) outs(%{{.*}} : tensor<16x16xf32>)
+// CHECK: %[[XV:.*]] = vector.transfer_read %[[X]][%[[I]], %[[K]]]{{.*}} : tensor<16x1024xf32>, vector<4x4x16xf32>
+// CHECK: %[[PV:.*]] = vector.transfer_read %{{.*}}[%[[J]], %[[K]]]{{.*}} : tensor<16x1024xf32>, vector<4x4x16xf32>
+// CHECK: %[[F:.*]] = vector.fma %[[XV]], %[[PV]], %[[A]] : vector<4x4x16xf32>
+// CHECK: scf.yield %[[F]]
+// CHECK-COUNT-16: vector.reduction <add>, %{{.*}}, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+// CHECK: vector.transfer_write {{.*}} : vector<4x4xf32>, tensor<16x16xf32>
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.generic
+// CHECK: return
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #bt = affine_map<(d0, d1, d2) -> (d1, d2)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -201,9 +206,9 @@ func.func @tile_projection(%x: tensor<256x1024xf32>, %phi: tensor<16x1024xf32>, 
 // CHECK: %[[S1:.*]] = tensor.insert_slice %[[WA]] into %[[S0]][1, 0] [4, 256] [1, 1] : tensor<4x256xf32> into tensor<6x256xf32>
 // CHECK: %[[S2:.*]] = tensor.insert_slice %[[WC]] into %[[S1]][5, 0] [1, 256] [1, 1] : tensor<1x256xf32> into tensor<6x256xf32>
 // CHECK: scf.forall
-// CHECK: tensor.expand_shape %[[S2]] {{.*}} : tensor<6x256xf32> into tensor<6x16x16xf32>
-// CHECK-COUNT-1: scf.for %{{.*}} = %{{.*}} to %c16 step %c1 iter_args
-// CHECK-NOT: scf.for %{{.*}} = %{{.*}} to %c16 step %c1 iter_args
+// CHECK-COUNT-1: scf.for %{{.*}} = %{{.*}} to %c256 step %c16 iter_args
+// CHECK: vector.transfer_read %[[S2]]{{.*}} : tensor<6x256xf32>, vector<8x2x16xf32>
+// CHECK-NOT: scf.for %{{.*}} = %{{.*}} to %c256 step %c16 iter_args
 // CHECK: tensor.extract_slice %{{.*}}[0, 0] [64, 1] [1, 1] : tensor<64x6xf32> to tensor<64x1xf32>
 // CHECK: tensor.extract_slice %{{.*}}[0, 1] [64, 4] [1, 1] : tensor<64x6xf32> to tensor<64x4xf32>
 // CHECK: tensor.extract_slice %{{.*}}[0, 5] [64, 1] [1, 1] : tensor<64x6xf32> to tensor<64x1xf32>
