@@ -569,6 +569,86 @@ struct FlatArithmetic {
   }
 };
 
+/// A read of one column (or row) of a token's matrix broadcast along the
+/// other axis, as a normalize's inline sum reads A[t, i, k] for each k: the
+/// vectoriser reads it element by element into the broadcast (four scalar
+/// loads and inserts per 4 x 4 matrix). Read instead is the token's whole
+/// matrix, flat, once for every such read of it, and each broadcast is a
+/// shuffle of that (one in-register permute). `slices`: the constant-index
+/// slices vectoriseSmallElementwise made; `loop`: its loop over the tile's
+/// tokens, already vectorised.
+void shuffleSliceReads(RewriterBase &rewriter, Operation *loop,
+                       const llvm::SmallPtrSetImpl<Operation *> &slices) {
+  SmallVector<vector::TransferReadOp> reads;
+  loop->walk([&](vector::TransferReadOp read) {
+    auto rows = read.getBase().getDefiningOp<tensor::ExtractSliceOp>();
+    auto slice = rows ? rows.getSource().getDefiningOp<tensor::ExtractSliceOp>()
+                      : tensor::ExtractSliceOp();
+    // The slice spans the first (token) axis: rows of it are rows of the
+    // unsliced tensor. (A weight read at a constant row is sliced there.)
+    if (rows && !read.getMask() && slice && slices.contains(slice) &&
+        slice.getStaticOffsets().front() == 0 && rows.hasUnitStride() &&
+        !ShapedType::isDynamicShape(rows.getStaticSizes()) &&
+        llvm::all_of(read.getIndices(), isZeroInteger) &&
+        llvm::all_of(ArrayRef(rows.getStaticOffsets()).drop_front(),
+                     [](int64_t offset) { return offset == 0; }))
+      reads.push_back(read);
+  });
+  llvm::DenseMap<std::pair<Value, void *>, Value> flatRows;
+  for (vector::TransferReadOp read : reads) {
+    auto rows = read.getBase().getDefiningOp<tensor::ExtractSliceOp>();
+    auto slice = rows.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    Value whole = slice.getSource();
+    auto wholeType = cast<RankedTensorType>(whole.getType());
+    Location loc = read.getLoc();
+    // The same rows of the unsliced tensor, read once per loop iteration
+    // (before the first read from them).
+    SmallVector<int64_t> shape{rows.getStaticSizes()[0]};
+    llvm::append_range(shape, wholeType.getShape().drop_front());
+    SmallVector<OpFoldResult> offsets = rows.getMixedOffsets();
+    Value &flat = flatRows[{whole, offsets.front().getOpaqueValue()}];
+    if (!flat) {
+      rewriter.setInsertionPoint(read);
+      SmallVector<OpFoldResult> sizes,
+          strides(shape.size(), rewriter.getIndexAttr(1));
+      for (int64_t size : shape)
+        sizes.push_back(rewriter.getIndexAttr(size));
+      Type element = wholeType.getElementType();
+      Value matrix = tensor::ExtractSliceOp::create(
+          rewriter, loc, RankedTensorType::get(shape, element), whole, offsets,
+          sizes, strides);
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      flat = vector::ShapeCastOp::create(
+          rewriter, loc,
+          VectorType::get({ShapedType::getNumElements(shape)}, element),
+          vector::TransferReadOp::create(
+              rewriter, loc, VectorType::get(shape, element), matrix,
+              SmallVector<Value>(shape.size(), zero), read.getPadding(),
+              SmallVector<bool>(shape.size(), true)));
+    }
+    // Element q of the read is rows[e] for e given by the permutation map
+    // (memory dims absent from it are at index 0), i.e. matrix[e + the
+    // slice's offsets].
+    VectorType type = read.getVectorType();
+    AffineMap map = read.getPermutationMap();
+    SmallVector<int64_t> vectorStrides = computeStrides(type.getShape()),
+                         matrixStrides = computeStrides(shape), mask;
+    for (int64_t q = 0; q < type.getNumElements(); ++q) {
+      SmallVector<int64_t> at = delinearize(q, vectorStrides);
+      SmallVector<int64_t> e(slice.getStaticOffsets());
+      e[0] = 0;
+      for (auto [dim, result] : llvm::enumerate(map.getResults()))
+        if (auto memory = dyn_cast<AffineDimExpr>(result))
+          e[memory.getPosition()] += at[dim];
+      mask.push_back(linearize(e, matrixStrides));
+    }
+    rewriter.setInsertionPoint(read);
+    Value shuffled = vector::ShuffleOp::create(rewriter, loc, flat, flat, mask);
+    rewriter.replaceOp(
+        read, vector::ShapeCastOp::create(rewriter, loc, type, shuffled));
+  }
+}
+
 /// Vectorises a small elementwise kernel (isSmallElementwise). An input read
 /// at a constant index (a short-axis normalize's inline sum reads A[t, i, k]
 /// for each k) is first sliced to that index and read through a broadcast
@@ -646,8 +726,13 @@ void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op,
   if (failed(vectorized))
     return;
   rewriter.replaceOp(kernel, vectorized->replacements);
-  if (loop)
-    flat.apply(loop);
+  if (!loop)
+    return;
+  llvm::SmallPtrSet<Operation *, 4> sliceOps;
+  for (auto [operand, slice] : slices)
+    sliceOps.insert(slice.getDefiningOp());
+  shuffleSliceReads(rewriter, loop, sliceOps);
+  flat.apply(loop);
 }
 
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.

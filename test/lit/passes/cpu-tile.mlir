@@ -116,20 +116,29 @@ func.func @fills() -> (tensor<32x256x256xf32>, tensor<256xf32>) {
 
 // A Sinkhorn row step of a fused region's 16-token tile (mHC, n = 4): each
 // element divided by its row's sum, read at constant indices. It becomes
-// vector arithmetic on one token's matrix at a time, each constant-index
-// read a broadcast of a one-column slice, instead of a scalar divide per
-// element; the arithmetic runs on the matrix flattened to one 16-lane vector
-// (as vector<1x4x4xf32>, LLVM would split it into four 4-lane rows).
+// vector arithmetic on one token's matrix at a time instead of a scalar
+// divide per element: the matrix read once, flat (as vector<1x4x4xf32>,
+// LLVM would split it into four 4-lane rows), and each constant-index read,
+// a column broadcast along its row, a shuffle of it (read as a broadcast
+// of a one-column slice, it was four scalar loads and inserts).
 // CHECK-LABEL: func.func @sinkhorn_rows
 // CHECK: scf.forall
-// CHECK-COUNT-4: tensor.extract_slice %{{.*}}[0, 0, {{[0-3]}}] [16, 4, 1] [1, 1, 1]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}
-// CHECK: vector.transfer_read %{{.*}} : tensor<1x4x4xf32>, vector<1x4x4xf32>
-// CHECK-NEXT: vector.shape_cast %{{.*}} : vector<1x4x4xf32> to vector<16xf32>
-// CHECK-COUNT-4: vector.transfer_read %{{.*}} permutation_map = #{{.*}} : tensor<1x4x1xf32>, vector<1x4x4xf32>
-// CHECK: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: %[[X:.*]] = vector.transfer_read %{{.*}} : tensor<1x4x4xf32>, vector<1x4x4xf32>
+// CHECK-NEXT: %[[XF:.*]] = vector.shape_cast %[[X]] : vector<1x4x4xf32> to vector<16xf32>
+// CHECK: %[[M:.*]] = vector.transfer_read %{{.*}} : tensor<1x4x4xf32>, vector<1x4x4xf32>
+// CHECK-NEXT: %[[F:.*]] = vector.shape_cast %[[M]] : vector<1x4x4xf32> to vector<16xf32>
+// CHECK-NEXT: %[[C0:.*]] = vector.shuffle %[[F]], %[[F]] [0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12]
+// CHECK-NEXT: %[[C1:.*]] = vector.shuffle %[[F]], %[[F]] [1, 1, 1, 1, 5, 5, 5, 5, 9, 9, 9, 9, 13, 13, 13, 13]
+// CHECK-NEXT: %[[C2:.*]] = vector.shuffle %[[F]], %[[F]] [2, 2, 2, 2, 6, 6, 6, 6, 10, 10, 10, 10, 14, 14, 14, 14]
+// CHECK-NEXT: %[[C3:.*]] = vector.shuffle %[[F]], %[[F]] [3, 3, 3, 3, 7, 7, 7, 7, 11, 11, 11, 11, 15, 15, 15, 15]
+// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[C0]], %[[C1]] : vector<16xf32>
+// CHECK-NEXT: %[[S1:.*]] = arith.addf %[[S0]], %[[C2]] : vector<16xf32>
+// CHECK-NEXT: %[[S2:.*]] = arith.addf %[[S1]], %[[C3]] : vector<16xf32>
+// CHECK-NEXT: arith.divf %[[XF]], %[[S2]] : vector<16xf32>
 // CHECK-NEXT: vector.shape_cast %{{.*}} : vector<16xf32> to vector<1x4x4xf32>
 // CHECK-NEXT: vector.transfer_write
+// CHECK-NOT: permutation_map
 // CHECK-NOT: linalg.generic
 // CHECK: return
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
