@@ -579,7 +579,10 @@ struct FlatArithmetic {
 /// tokens, already vectorised.
 void shuffleSliceReads(RewriterBase &rewriter, Operation *loop,
                        const llvm::SmallPtrSetImpl<Operation *> &slices) {
-  SmallVector<vector::TransferReadOp> reads;
+  // Each read with its per-token rows of a slice and that slice.
+  SmallVector<std::tuple<vector::TransferReadOp, tensor::ExtractSliceOp,
+                         tensor::ExtractSliceOp>>
+      reads;
   loop->walk([&](vector::TransferReadOp read) {
     auto rows = read.getBase().getDefiningOp<tensor::ExtractSliceOp>();
     auto slice = rows ? rows.getSource().getDefiningOp<tensor::ExtractSliceOp>()
@@ -592,12 +595,10 @@ void shuffleSliceReads(RewriterBase &rewriter, Operation *loop,
         llvm::all_of(read.getIndices(), isZeroInteger) &&
         llvm::all_of(ArrayRef(rows.getStaticOffsets()).drop_front(),
                      [](int64_t offset) { return offset == 0; }))
-      reads.push_back(read);
+      reads.emplace_back(read, rows, slice);
   });
   llvm::DenseMap<std::pair<Value, void *>, Value> flatRows;
-  for (vector::TransferReadOp read : reads) {
-    auto rows = read.getBase().getDefiningOp<tensor::ExtractSliceOp>();
-    auto slice = rows.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  for (auto [read, rows, slice] : reads) {
     Value whole = slice.getSource();
     auto wholeType = cast<RankedTensorType>(whole.getType());
     Location loc = read.getLoc();
