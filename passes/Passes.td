@@ -139,7 +139,7 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     (correct, slower). A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
     squashes) are vectorised, 16 elements per vector op, constant-index
-    reads becoming broadcasts, their arithmetic on flat 16-lane vectors. Outside fused regions, a long sum into a
+    reads becoming shuffles of the token's matrix read once, their arithmetic on flat 16-lane vectors. Outside fused regions, a long sum into a
     small result (a parameter gradient over tokens, and bank rows for
     AttnRes's queries) becomes 16 threaded partial sums over its longest
     summed axis, added in order; other kernels, on tensors or in place on
