@@ -641,19 +641,36 @@ Value lowerShift(KernelBuilder &k, ShiftOp op) {
 
 /// Loops: the kept (trailing) dimensions outermost and parallel, then the
 /// summed leading ones.
+/// Sums over the leading dimensions. Inside a fused region's tile (a few
+/// tokens) the summed loops are innermost, which drc-cpu-tile vectorises
+/// with the tile; a step's sum of per-tile partials ([tiles, n, C], the
+/// residual parameters' gradients) runs them outermost instead, so each
+/// step adds a contiguous row onto the result, where summing innermost
+/// would read the input a whole row apart per element.
 Value lowerSumLeading(KernelBuilder &k, SumLeadingOp op) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
   auto out = cast<RankedTensorType>(op.getType());
   unsigned rank = in.getRank(), kept = out.getRank(), summed = rank - kept;
+  bool summedOutermost = !op->getParentOfType<FusedOp>();
   SmallVector<unsigned> inDims, outDims;
-  for (unsigned d = 0; d < summed; ++d)
-    inDims.push_back(kept + d);
-  for (unsigned d = 0; d < kept; ++d) {
-    inDims.push_back(d);
-    outDims.push_back(d);
+  SmallVector<IteratorType> its;
+  if (summedOutermost) {
+    for (unsigned d = 0; d < rank; ++d)
+      inDims.push_back(d);
+    for (unsigned d = summed; d < rank; ++d)
+      outDims.push_back(d);
+    its.append(summed, kRed);
+    its.append(kept, kPar);
+  } else {
+    for (unsigned d = 0; d < summed; ++d)
+      inDims.push_back(kept + d);
+    for (unsigned d = 0; d < kept; ++d) {
+      inDims.push_back(d);
+      outDims.push_back(d);
+    }
+    its.append(kept, kPar);
+    its.append(summed, kRed);
   }
-  SmallVector<IteratorType> its(kept, kPar);
-  its.append(summed, kRed);
   return k.generic1(
       op.getInput(), k.filled(out.getShape(), 0.0),
       {k.map(rank, inDims), k.map(rank, outDims)}, its,
