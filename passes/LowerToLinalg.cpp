@@ -639,8 +639,6 @@ Value lowerShift(KernelBuilder &k, ShiftOp op) {
       [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], a[1])); });
 }
 
-/// Loops: the kept (trailing) dimensions outermost and parallel, then the
-/// summed leading ones.
 /// Sums over the leading dimensions. Inside a fused region's tile (a few
 /// tokens) the summed loops are innermost, which drc-cpu-tile vectorises
 /// with the tile; a step's sum of per-tile partials ([tiles, n, C], the
