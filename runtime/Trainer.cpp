@@ -3,6 +3,7 @@
 
 #include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
+#include "runtime/InterleavedSteps.h"
 #include "runtime/Metrics.h"
 #include "runtime/ParameterBuffer.h"
 #include "runtime/ParameterInit.h"
@@ -180,11 +181,9 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                                                    tokensPerStep / trainSeconds
                                              : 0;
   if (!stepSeconds.empty()) {
-    std::sort(stepSeconds.begin(), stepSeconds.end());
-    size_t n = stepSeconds.size();
-    summary.medianStepSeconds =
-        (stepSeconds[(n - 1) / 2] + stepSeconds[n / 2]) / 2;
-    summary.fastestStepSeconds = stepSeconds.front();
+    summary.medianStepSeconds = median(stepSeconds);
+    summary.fastestStepSeconds =
+        *std::min_element(stepSeconds.begin(), stepSeconds.end());
   }
   return summary;
 }

@@ -16,7 +16,7 @@ config.substitutions.append(("%drc_src", config.drc_source_dir))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-tools = ["drc-opt", "drc-compile", "drc-instantiate", "drc-train", "drc-bench", "drc-eval", "drc-probe", "drc-data"]
+tools = ["drc-opt", "drc-compile", "drc-instantiate", "drc-train", "drc-bench", "drc-eval", "drc-probe", "drc-data", "drc-time"]
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.drc_tools_dir, t))],
     [config.drc_tools_dir])
