@@ -67,6 +67,12 @@ public:
         schedule(spec.train.lr, totalSteps, spec.train.warmupFraction,
                  spec.train.finalLrFraction),
         inputs(spec.tokensPerStep()), targets(spec.tokensPerStep()) {
+    if (static_cast<uint32_t>(spec.model.vocab) != corpus.vocabSize)
+      throw drc::InputError(
+          this->path + ": [model] vocab = " + std::to_string(spec.model.vocab) +
+          ", but " + "the corpus was loaded for the reference's " +
+          std::to_string(corpus.vocabSize) +
+          "; time specs of one vocabulary together");
     auto began = std::chrono::steady_clock::now();
     std::fprintf(stderr, "drc-time: compiling %s%s\n", this->path.c_str(),
                  fuse ? "" : " (--no-fuse)");
