@@ -80,18 +80,18 @@ public:
     std::fprintf(stderr, "drc-time: compiled %s in %.1f s%s\n",
                  this->path.c_str(), secondsSince(began),
                  model->jit().cached() ? " (object code from the cache)" : "");
-    int64_t size = model->parameters().numElements();
-    for (auto *buffer : {&params, &grads, &adamM, &adamV})
-      *buffer = std::make_unique<drc::ParameterBuffer>(size, 0.0f);
-    drc::initParameters(model->parameters(), spec.train.seed, params->data());
+    size_t size = model->parameters().numElements();
+    for (drc::ParameterBuffer *buffer : {&params, &grads, &adamM, &adamV})
+      buffer->assign(size, 0.0f);
+    drc::initParameters(model->parameters(), spec.train.seed, params.data());
   }
 
   /// Seconds of one training step (the batch is drawn before the clock
   /// starts).
   double step() {
     sampler.trainBatch(spec.train.seed, steps, inputs.data(), targets.data());
-    drc::TrainingBuffers buffers{params->data(), grads->data(), adamM->data(),
-                                 adamV->data()};
+    drc::TrainingBuffers buffers{params.data(), grads.data(), adamM.data(),
+                                 adamV.data()};
     float lr = static_cast<float>(schedule.at(steps));
     auto began = std::chrono::steady_clock::now();
     drc::StepResult r =
@@ -113,7 +113,7 @@ private:
   drc::BatchSampler sampler;
   drc::LearningRateSchedule schedule;
   std::unique_ptr<mlir::drc::CpuModel> model;
-  std::unique_ptr<drc::ParameterBuffer> params, grads, adamM, adamV;
+  drc::ParameterBuffer params, grads, adamM, adamV;
   std::vector<int32_t> inputs, targets;
   int64_t steps = 0;
 };
