@@ -63,6 +63,18 @@ int64_t pickTile(int64_t widest, const TokenAnalysis &a) {
 /// token per tile) would write more than the sum over tokens reads.
 constexpr int64_t kPartialsPerSummedElement = 8;
 
+/// Whether sum over tokens `sum`, computed by a region with tiles of `tile`
+/// tokens, writes few enough partial sums (kPartialsPerSummedElement).
+bool partialSumsPay(Operation *sum, const TokenAnalysis &a, int64_t tile) {
+  int64_t largest = 0;
+  for (Value v : sum->getOperands())
+    largest = std::max(largest, a.bytesPerToken(v) * a.tokens);
+  auto result = cast<RankedTensorType>(sum->getResult(0).getType());
+  int64_t partials = a.tokens / tile * result.getNumElements() *
+                     result.getElementTypeBitWidth() / 8;
+  return partials * kPartialsPerSummedElement <= largest;
+}
+
 /// Sums over the tokens (parameter gradients: drc.sum_leading over tokens, a
 /// normed linear's weight gradient) that region `ops` can compute tile by
 /// tile, as partial sums added after it: each sums a per-token value the
@@ -82,19 +94,14 @@ SmallVector<Operation *> tokenSums(ArrayRef<Operation *> ops,
     for (Operation *user : op->getUsers()) {
       if (inRegion.contains(user) || !isTokenSum(user, a))
         continue;
-      int64_t largest = 0;
       bool fits = true;
       for (Value v : user->getOperands()) {
         Operation *def = v.getDefiningOp();
         fits &= (def && inRegion.contains(def)) ||
                 ((!def || def->isBeforeInBlock(ops.front())) &&
                  a.bytesPerToken(v) <= widest);
-        largest = std::max(largest, a.bytesPerToken(v) * a.tokens);
       }
-      auto result = cast<RankedTensorType>(user->getResult(0).getType());
-      int64_t partials = a.tokens / tile * result.getNumElements() *
-                         result.getElementTypeBitWidth() / 8;
-      if (fits && partials * kPartialsPerSummedElement <= largest)
+      if (fits && partialSumsPay(user, a, tile))
         sums.insert(user);
     }
   return sums.takeVector();
@@ -401,7 +408,9 @@ int64_t flopsPerToken(Operation *op, const TokenAnalysis &a) {
 /// few floats per token from a few thousand flops) and a long chain's
 /// checkpoints (mHC's Sinkhorn iterations). The clones repeat the same ops
 /// on the same inputs.
-void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
+/// `tileTokens`: the pass's tile-tokens option (0: pickTile's).
+void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a,
+                          int64_t tileTokens) {
   Block &block = fn.getBody().front();
   // What each backward region reads from outside itself (`reads`):
   // recomputing from values it reads anyway costs no traffic.
@@ -539,6 +548,37 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a) {
           home && approved.count({at->second, *home}))
         operand.set(recompute(operand.get(), at->second, &op));
   }
+  // A sum over tokens that will join a backward region as partial sums (a
+  // weight gradient; tokenSums) reads the values that region recomputes
+  // there, not their saved copies: HC's coefficient projections' weight
+  // gradient reads the state the region recomputes for the norm's gradient
+  // anyway, and the gain gradient of the sublayer's pre-norm its input.
+  // (A sum that stays outside, its partial sums too many, reads the saved
+  // value: the region would otherwise write the recomputed one for it.)
+  auto tileOf = [&](size_t region) {
+    if (tileTokens)
+      return tileTokens;
+    SmallVector<Operation *> ops;
+    for (auto [op, at] : regionOf)
+      if (at == region)
+        ops.push_back(op);
+    return pickTile(widestPerToken(ops, a), a);
+  };
+  for (Operation &op : block) {
+    if (regionOf.count(&op) || !isTokenSum(&op, a))
+      continue;
+    std::optional<size_t> region; // the backward region it reads from
+    for (Value v : op.getOperands())
+      if (auto at = regionOf.find(v.getDefiningOp());
+          at != regionOf.end() && backward.contains(at->first))
+        region = at->second;
+    if (!region || !partialSumsPay(&op, a, tileOf(*region)))
+      continue;
+    for (OpOperand &operand : op.getOpOperands())
+      if (Value clone = clones.lookup({operand.get(), *region});
+          clone && clone.getDefiningOp()->isBeforeInBlock(&op))
+        operand.set(clone);
+  }
   // A recomputed value whose data the backward region reads anyway as
   // another shape is that read, viewed: mHC's backward region reads the
   // [N, n C] rows of a state as an input of the next state's recomputation,
@@ -606,7 +646,7 @@ struct FuseTokenLocalPass
     if (recompute) {
       sinkIntoReaders(fn, a);
       a = analyseTokens(fn);
-      recomputeSavedValues(fn, a);
+      recomputeSavedValues(fn, a, tileTokens);
       a = analyseTokens(fn);
     }
     OpBuilder builder(fn.getContext());
