@@ -567,12 +567,16 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a,
   for (Operation &op : block) {
     if (regionOf.count(&op) || !isTokenSum(&op, a))
       continue;
-    std::optional<size_t> region; // the backward region it reads from
+    // The backward region it reads from; none if it reads two.
+    std::optional<size_t> region;
+    bool oneRegion = true;
     for (Value v : op.getOperands())
       if (auto at = regionOf.find(v.getDefiningOp());
-          at != regionOf.end() && backward.contains(at->first))
+          at != regionOf.end() && backward.contains(at->first)) {
+        oneRegion &= !region || *region == at->second;
         region = at->second;
-    if (!region || !partialSumsPay(&op, a, tileOf(*region)))
+      }
+    if (!region || !oneRegion || !partialSumsPay(&op, a, tileOf(*region)))
       continue;
     for (OpOperand &operand : op.getOpOperands())
       if (Value clone = clones.lookup({operand.get(), *region});
