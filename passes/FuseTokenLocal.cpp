@@ -58,6 +58,13 @@ int64_t pickTile(int64_t widest, const TokenAnalysis &a) {
   return tile;
 }
 
+/// The tokens per tile of region `ops`: the pass's tile-tokens option, or
+/// pickTile's when it is 0.
+int64_t regionTile(ArrayRef<Operation *> ops, const TokenAnalysis &a,
+                   int64_t tileTokens) {
+  return tileTokens ? tileTokens : pickTile(widestPerToken(ops, a), a);
+}
+
 /// The per-tile partial sums of a region's parts are at most this fraction
 /// of the per-token value they sum: tiles of a few tokens (a GPU's, one
 /// token per tile) would write more than the sum over tokens reads.
@@ -408,7 +415,7 @@ int64_t flopsPerToken(Operation *op, const TokenAnalysis &a) {
 /// few floats per token from a few thousand flops) and a long chain's
 /// checkpoints (mHC's Sinkhorn iterations). The clones repeat the same ops
 /// on the same inputs.
-/// `tileTokens`: the pass's tile-tokens option (0: pickTile's).
+/// `tileTokens`: the pass's tile-tokens option (regionTile).
 void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a,
                           int64_t tileTokens) {
   Block &block = fn.getBody().front();
@@ -555,14 +562,17 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a,
   // anyway, and the gain gradient of the sublayer's pre-norm its input.
   // (A sum that stays outside, its partial sums too many, reads the saved
   // value: the region would otherwise write the recomputed one for it.)
+  DenseMap<size_t, int64_t> tiles;
   auto tileOf = [&](size_t region) {
-    if (tileTokens)
-      return tileTokens;
-    SmallVector<Operation *> ops;
-    for (auto [op, at] : regionOf)
-      if (at == region)
-        ops.push_back(op);
-    return pickTile(widestPerToken(ops, a), a);
+    auto [at, added] = tiles.try_emplace(region, 0);
+    if (added) {
+      SmallVector<Operation *> ops;
+      for (auto [op, home] : regionOf)
+        if (home == region)
+          ops.push_back(op);
+      at->second = regionTile(ops, a, tileTokens);
+    }
+    return at->second;
   };
   for (Operation &op : block) {
     if (regionOf.count(&op) || !isTokenSum(&op, a))
@@ -658,7 +668,7 @@ struct FuseTokenLocalPass
       if (ops.size() < 2)
         continue;
       int64_t widest = widestPerToken(ops, a);
-      int64_t tile = tileTokens ? tileTokens : pickTile(widest, a);
+      int64_t tile = regionTile(ops, a, tileTokens);
       fuse(ops, tokenSums(ops, a, widest, tile), a, tile, builder);
     }
     return success();

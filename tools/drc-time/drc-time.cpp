@@ -70,7 +70,7 @@ public:
     if (static_cast<uint32_t>(spec.model.vocab) != corpus.vocabSize)
       throw drc::InputError(
           this->path + ": [model] vocab = " + std::to_string(spec.model.vocab) +
-          ", but " + "the corpus was loaded for the reference's " +
+          ", but the corpus was loaded for the reference's " +
           std::to_string(corpus.vocabSize) +
           "; time specs of one vocabulary together");
     auto began = std::chrono::steady_clock::now();
