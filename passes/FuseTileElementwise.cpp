@@ -479,6 +479,105 @@ struct ComputeOutputSlicesApart : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// The offsets of `slice` within the tensor it is a slice of through a
+/// chain of unit-stride extract_slices, when the chain starts at `root`
+/// and every slice but the first from `root` is at constant offsets.
+std::optional<SmallVector<OpFoldResult>> offsetsIn(Value slice, Value root,
+                                                   OpBuilder &b) {
+  SmallVector<int64_t> inner;
+  while (auto extract = slice.getDefiningOp<tensor::ExtractSliceOp>()) {
+    if (!extract.hasUnitStride() ||
+        extract.getSourceType().getRank() != extract.getType().getRank())
+      return std::nullopt;
+    SmallVector<OpFoldResult> offsets = extract.getMixedOffsets();
+    if (extract.getSource() == root) {
+      if (inner.empty())
+        return offsets;
+      for (auto [offset, add] : llvm::zip(offsets, inner)) {
+        std::optional<int64_t> value = getConstantIntValue(offset);
+        if (add == 0)
+          continue;
+        if (!value)
+          return std::nullopt;
+        offset = b.getIndexAttr(*value + add);
+      }
+      return offsets;
+    }
+    std::optional<SmallVector<int64_t>> constants =
+        getConstantIntValues(offsets);
+    if (!constants)
+      return std::nullopt;
+    if (inner.empty())
+      inner = *constants;
+    else
+      for (auto [sum, add] : llvm::zip(inner, *constants))
+        sum += add;
+    slice = extract.getSource();
+  }
+  return std::nullopt;
+}
+
+/// A region's result written over one of its inputs (drc-lower-to-linalg:
+/// an adjoint carried from region to region, AttnRes's bank gradient) makes
+/// the loop's output the input: each tile reads its slice of the input from
+/// the output and inserts the kernel that adds to it. Computed into its own
+/// temporary, that kernel's result is then copied out, and the input's
+/// slice copied first (bufferization cannot tell the kernel reads it
+/// before writing it). Here the kernel reads and writes one slice of the
+/// output, the insert's own (the same value, so bufferization sees an
+/// elementwise update in place), and runs after the tile's other readers of
+/// the output when the insert is its only use.
+struct AccumulateInPlace : OpRewritePattern<tensor::ParallelInsertSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ParallelInsertSliceOp insert,
+                                PatternRewriter &rewriter) const override {
+    auto op = insert.getSource().getDefiningOp<linalg::GenericOp>();
+    auto out = dyn_cast<BlockArgument>(insert.getDest());
+    if (!op || !out || !insert.hasUnitStride() ||
+        insert.getSourceType().getRank() != insert.getDestType().getRank() ||
+        op->getBlock() != out.getOwner() || !op.hasPureTensorSemantics() ||
+        op.getNumResults() != 1 || op.getNumLoops() != op.getNumParallelLoops())
+      return failure();
+    OpOperand *init = op.getDpsInitOperand(0);
+    AffineMap written = op.getMatchingIndexingMap(init);
+    if (!written.isIdentity() || !op.getMatchingBlockArgument(init).use_empty())
+      return failure();
+    SmallVector<OpFoldResult> offsets = insert.getMixedOffsets();
+    OpOperand *read = nullptr;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      if (input->get().getType() != insert.getSourceType() ||
+          op.getMatchingIndexingMap(input) != written)
+        continue;
+      std::optional<SmallVector<OpFoldResult>> at =
+          offsetsIn(input->get(), out, rewriter);
+      if (at && *at == offsets) {
+        read = input;
+        break;
+      }
+    }
+    if (!read)
+      return failure();
+    Value slice = read->get();
+    if (slice.getDefiningOp<tensor::ExtractSliceOp>().getSource() == out &&
+        init->get() == slice)
+      return failure(); // done
+    if (op->hasOneUse())
+      rewriter.moveOpBefore(op, out.getOwner()->getTerminator());
+    rewriter.setInsertionPoint(op);
+    Value own = tensor::ExtractSliceOp::create(
+        rewriter, insert.getLoc(), insert.getSourceType(), out, offsets,
+        insert.getMixedSizes(), insert.getMixedStrides());
+    rewriter.modifyOpInPlace(op, [&] {
+      for (OpOperand *input : op.getDpsInputOperands())
+        if (input->get() == slice &&
+            op.getMatchingIndexingMap(input) == written)
+          input->set(own);
+      init->set(own);
+    });
+    return success();
+  }
+};
+
 /// Merge an elementwise producer into its only user when both are in
 /// the same fused-region tile and the consumer reads each produced element
 /// once (its map for the operand is a permutation of its loops): nothing is
@@ -518,6 +617,11 @@ struct FuseTileElementwisePass
     RewritePatternSet slicesApart(ctx);
     slicesApart.add<ComputeOutputSlicesApart>(ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(slicesApart))))
+      return signalPassFailure();
+    // Last: the kernel that updates an output it reads is final now.
+    RewritePatternSet inPlace(ctx);
+    inPlace.add<AccumulateInPlace>(ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(inPlace))))
       return signalPassFailure();
   }
 };

@@ -1594,15 +1594,76 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
   return true;
 }
 
+/// The results of a drc.fused region that accumulate onto one of its
+/// inputs, by result: the result yields (the leading rows of) a sum one of
+/// whose terms is a tiled input that only this region reads, with the
+/// result's shape but for as many rows or more. An adjoint carried from
+/// region to region is such a result (the gradient of a depth bank, less
+/// the row its append takes each time): written over the input's buffer it
+/// needs no fresh one, whose first write would read every line it misses.
+DenseMap<unsigned, unsigned> accumulatedInputs(FusedOp op) {
+  DenseMap<unsigned, unsigned> onto;
+  llvm::SmallDenseSet<unsigned> taken;
+  Block &body = op.getBody().front();
+  for (auto [index, value] :
+       llvm::enumerate(cast<YieldOp>(body.getTerminator()).getValues())) {
+    if (op.isPartial(index))
+      continue;
+    if (auto rows = value.getDefiningOp<RowsOp>();
+        rows && rows.getOffset() == 0)
+      value = rows.getInput();
+    auto result = cast<RankedTensorType>(op.getResult(index).getType());
+    auto fits = [&](unsigned input) {
+      auto type = cast<RankedTensorType>(op.getInputs()[input].getType());
+      if (!op.isTiled(input) || !op.getInputs()[input].hasOneUse() ||
+          taken.contains(input))
+        return false;
+      if (type == result)
+        return true;
+      // A set tensor<N x k x w> with the result's rows and more.
+      return type.getRank() == 3 && result.getRank() == 3 &&
+             type.getElementType() == result.getElementType() &&
+             type.getDimSize(0) == result.getDimSize(0) &&
+             type.getDimSize(1) > result.getDimSize(1) &&
+             type.getDimSize(2) == result.getDimSize(2);
+    };
+    // The terms nearest the result first, left before right.
+    SmallVector<Value> terms{value};
+    for (size_t next = 0; next < terms.size(); ++next) {
+      Value term = terms[next];
+      if (auto arg = dyn_cast<BlockArgument>(term);
+          arg && arg.getOwner() == &body && fits(arg.getArgNumber())) {
+        onto[index] = arg.getArgNumber();
+        taken.insert(arg.getArgNumber());
+        break;
+      }
+      if (auto add = term.getDefiningOp<AddOp>())
+        terms.append({add.getLhs(), add.getRhs()});
+    }
+  }
+  return onto;
+}
+
 /// A drc.fused region whose body is already linalg: an scf.forall over its
 /// tiles, each reading a slice of every tiled input and writing its tile of
-/// every result (its row of a result of partial sums).
-void lowerFused(IRRewriter &rewriter, FusedOp op) {
+/// every result (its row of a result of partial sums). A result that
+/// accumulates onto an input (`onto`, from accumulatedInputs before the
+/// body was lowered) is written over that input: the loop's destination is
+/// the input, each tile reads it from there, and the result is its leading
+/// rows.
+void lowerFused(IRRewriter &rewriter, FusedOp op,
+                const DenseMap<unsigned, unsigned> &onto) {
   Location loc = op.getLoc();
   int64_t tile = op.getTile();
   rewriter.setInsertionPoint(op);
   SmallVector<Value> inits;
-  for (Type type : op.getResultTypes()) {
+  DenseMap<unsigned, unsigned> destinationOf; // input -> result
+  for (auto [index, type] : llvm::enumerate(op.getResultTypes())) {
+    if (auto it = onto.find(index); it != onto.end()) {
+      inits.push_back(op.getInputs()[it->second]);
+      destinationOf[it->second] = index;
+      continue;
+    }
     auto tensor = cast<RankedTensorType>(type);
     inits.push_back(tensor::EmptyOp::create(rewriter, loc, tensor.getShape(),
                                             tensor.getElementType()));
@@ -1634,6 +1695,8 @@ void lowerFused(IRRewriter &rewriter, FusedOp op) {
     }
     auto type = cast<RankedTensorType>(input.getType());
     auto [offsets, sizes, strides] = tileOf(type);
+    if (auto it = destinationOf.find(index); it != destinationOf.end())
+      input = forall.getRegionIterArgs()[it->second];
     arguments.push_back(tensor::ExtractSliceOp::create(
         rewriter, loc,
         cast<RankedTensorType>(op.getBody().getArgument(index).getType()),
@@ -1650,7 +1713,7 @@ void lowerFused(IRRewriter &rewriter, FusedOp op) {
   for (auto [index, value, out] :
        llvm::enumerate(tiles, forall.getRegionIterArgs())) {
     auto [offsets, sizes, strides] =
-        tileOf(cast<RankedTensorType>(out.getType()));
+        tileOf(cast<RankedTensorType>(op.getResult(index).getType()));
     if (op.isPartial(index)) {
       // Row `tile index` of the stacked sums, the partial's own rank.
       offsets[0] = forall.getInductionVar(0);
@@ -1659,7 +1722,17 @@ void lowerFused(IRRewriter &rewriter, FusedOp op) {
     tensor::ParallelInsertSliceOp::create(rewriter, loc, value, out, offsets,
                                           sizes, strides);
   }
-  rewriter.replaceOp(op, forall.getResults());
+  rewriter.setInsertionPointAfter(forall);
+  SmallVector<Value> results(forall.getResults());
+  for (auto [index, result] : llvm::enumerate(results)) {
+    auto type = cast<RankedTensorType>(op.getResult(index).getType());
+    if (result.getType() == type)
+      continue;
+    RowSlice rows(rewriter, 0, type.getShape());
+    result = tensor::ExtractSliceOp::create(
+        rewriter, loc, type, result, rows.offsets, rows.sizes, rows.strides);
+  }
+  rewriter.replaceOp(op, results);
 }
 
 struct LowerToLinalgPass
@@ -1672,9 +1745,12 @@ struct LowerToLinalgPass
         [&](func::FuncOp func) { mergeWeightGrads(func, rewriter); });
     llvm::DenseMap<Value, Value> sumSquaresOf;
     SmallVector<Operation *> ops;
+    DenseMap<Operation *, DenseMap<unsigned, unsigned>> accumulating;
     getOperation().walk([&](Operation *op) {
       if (isa<DrcDialect>(op->getDialect()))
         ops.push_back(op);
+      if (auto fused = dyn_cast<FusedOp>(op))
+        accumulating[op] = accumulatedInputs(fused);
     });
     for (Operation *op : ops) {
       // A region's body is lowered first (post-order walk); its terminator
@@ -1690,7 +1766,7 @@ struct LowerToLinalgPass
             inside.push_back(x);
         for (Value x : inside)
           sumSquaresOf.erase(x);
-        lowerFused(rewriter, fused);
+        lowerFused(rewriter, fused, accumulating.lookup(fused));
         continue;
       }
       FailureOr<bool> lowered =

@@ -98,8 +98,11 @@ def LowerToLinalg : Pass<"drc-lower-to-linalg", "::mlir::ModuleOp"> {
     Every kernel-level and adjoint op becomes linalg.generic/linalg.fill/
     tensor ops on tensors, for any float element type. The weight
     gradients of the normed linears of one input are one stacked matmul,
-    which reads the input once. Parameter state ops (param_ref, grad_store,
-    adamw) are left for drc-bind-buffers.
+    which reads the input once. A drc.fused region becomes an scf.forall
+    over its tiles; a result that adds to an input only the region reads
+    (an adjoint carried from region to region, AttnRes's bank gradient
+    less the row its append takes) is written over that input. Parameter
+    state ops (param_ref, grad_store, adamw) are left for drc-bind-buffers.
   }];
   let options = [
     Option<"denseEmbeddingGrad", "dense-embedding-grad", "bool", "false",
@@ -204,7 +207,10 @@ def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> 
     only spreads smaller operands over the tile is recomputed by each of its
     elementwise readers instead of written once and read back. A result
     split between the tile's outputs (AttnRes's bank gradient) is computed
-    part by part, each part written into its output. Kernels
+    part by part, each part written into its output; a tile's kernel that
+    adds to the output it reads (drc-lower-to-linalg's results written over
+    an input) reads and writes the output's slice it is inserted into, last
+    in the tile, so bufferization updates it in place. Kernels
     outside fused regions are not merged: the unfused program stays the
     reference.
   }];

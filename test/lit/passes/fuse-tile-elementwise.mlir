@@ -2,8 +2,12 @@
 // (streams + h ⊗ β) becomes one elementwise op; kernels outside a tile are
 // simplified but not merged; a short matmul in a tile (an outer product) is
 // computed inline by its readers; a tile result split between outputs is
-// computed part by part.
+// computed part by part; a tile's result that adds to the output it reads
+// updates it in place.
 // RUN: drc-opt %s --drc-fuse-tile-elementwise | FileCheck %s
+// RUN: drc-opt %s --drc-fuse-tile-elementwise --eliminate-empty-tensors \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --cse --canonicalize | FileCheck %s --check-prefix=BUF
 
 #h = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
 #beta = affine_map<(d0, d1, d2, d3) -> (d3, d1)>
@@ -365,4 +369,66 @@ func.func @split_output(%bank: tensor<64x4x256xf32>, %grad: tensor<64x4x256xf32>
     }
   }
   return %r#0, %r#1 : tensor<64x3x256xf32>, tensor<64x1x256xf32>
+}
+
+// The same split when the region's first rows accumulate onto the bank
+// gradient it reads (drc-lower-to-linalg made that input the loop's output):
+// the kernel of the first rows reads and writes the insert's own slice of
+// the output (one value, an elementwise update bufferization does in place)
+// and runs last, after the last row's kernel has read the output's tile.
+// CHECK-LABEL: func.func @accumulate_in_place
+// CHECK: scf.forall {{.*}} shared_outs(%[[OUT:.*]] = %{{.*}}, %{{.*}} = %{{.*}})
+// CHECK: %[[ROW:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<16x1x256xf32>)
+// CHECK: %[[OWN:.*]] = tensor.extract_slice %[[OUT]][%{{.*}}, 0, 0] [16, 3, 256] [1, 1, 1]
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[OWN]] : tensor<16x3x256xf32>, tensor<16x3x256xf32>) outs(%[[OWN]] : tensor<16x3x256xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[ROWS]] into %[[OUT]][%{{.*}}, 0, 0] [16, 3, 256]
+// CHECK-NEXT: tensor.parallel_insert_slice %[[ROW]] into %{{.*}}[%{{.*}}, 0, 0] [16, 1, 256]
+// Bufferized, the tile allocates and copies nothing: the first rows are
+// added to the bank gradient where it lies.
+// BUF-LABEL: func.func @accumulate_in_place
+// BUF-SAME: (%{{.*}}: memref<64x4x256xf32>, %[[GRAD:.*]]: memref<64x4x256xf32>)
+// BUF: scf.forall
+// BUF-NOT: memref.alloc
+// BUF-NOT: memref.copy
+// BUF: %[[OWN:.*]] = memref.subview %[[GRAD]][%{{.*}}, 0, 0] [16, 3, 256]
+// BUF-NEXT: linalg.generic {{.*}} ins(%{{.*}}, %[[OWN]] : {{.*}}) outs(%[[OWN]] : {{.*}})
+// BUF-NOT: memref.alloc
+// BUF-NOT: memref.copy
+// BUF: }
+// BUF-NEXT: }
+// BUF-NEXT: memref.subview %[[GRAD]][0, 0, 0] [64, 3, 256]
+func.func @accumulate_in_place(%bank: tensor<64x4x256xf32>, %grad: tensor<64x4x256xf32>)
+    -> (tensor<64x3x256xf32>, tensor<64x1x256xf32>) {
+  %i2 = tensor.empty() : tensor<64x1x256xf32>
+  %r:2 = scf.forall (%t) in (4) shared_outs(%o = %grad, %o2 = %i2)
+      -> (tensor<64x4x256xf32>, tensor<64x1x256xf32>) {
+    %at = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %b = tensor.extract_slice %bank[%at, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %g = tensor.extract_slice %o[%at, 0, 0] [16, 4, 256] [1, 1, 1]
+        : tensor<64x4x256xf32> to tensor<16x4x256xf32>
+    %e = tensor.empty() : tensor<16x4x256xf32>
+    %sum = linalg.generic {indexing_maps = [#id, #id, #id],
+                           iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%b, %g : tensor<16x4x256xf32>, tensor<16x4x256xf32>) outs(%e : tensor<16x4x256xf32>) {
+    ^bb0(%a: f32, %c: f32, %unused: f32):
+      %s = arith.addf %a, %c : f32
+      linalg.yield %s : f32
+    } -> tensor<16x4x256xf32>
+    %rows = tensor.extract_slice %sum[0, 0, 0] [16, 3, 256] [1, 1, 1]
+        : tensor<16x4x256xf32> to tensor<16x3x256xf32>
+    %row = tensor.extract_slice %sum[0, 3, 0] [16, 1, 256] [1, 1, 1]
+        : tensor<16x4x256xf32> to tensor<16x1x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %rows into %o[%at, 0, 0] [16, 3, 256] [1, 1, 1]
+          : tensor<16x3x256xf32> into tensor<64x4x256xf32>
+      tensor.parallel_insert_slice %row into %o2[%at, 0, 0] [16, 1, 256] [1, 1, 1]
+          : tensor<16x1x256xf32> into tensor<64x1x256xf32>
+    }
+  }
+  %first = tensor.extract_slice %r#0[0, 0, 0] [64, 3, 256] [1, 1, 1]
+      : tensor<64x4x256xf32> to tensor<64x3x256xf32>
+  return %first, %r#1 : tensor<64x3x256xf32>, tensor<64x1x256xf32>
 }
