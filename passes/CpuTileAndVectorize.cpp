@@ -289,6 +289,55 @@ void mergeProjections(RewriterBase &rewriter, Operation *root) {
   }
 }
 
+/// Narrows a causal attention product's register-tile loops (`loops`: b,
+/// m, n, k of a batch_matmul; `kBlock` the k block's offset, or null) to
+/// the tiles and terms its `drc.causal` attribute says can be nonzero (see
+/// drc-lower-to-linalg's causalProduct): for "output" only C[i, j] with
+/// j <= i is read afterwards, so a row tile visits the column tiles up to
+/// its last row's diagonal; for "prefix" A[i, k] is 0 for k > i and for
+/// "suffix" for k < i, so a row tile sums only over the k its rows can use.
+/// The skipped terms are exact zeros and the skipped outputs keep the
+/// product's initial zeros, so the result is unchanged; about half of the
+/// work goes.
+void narrowCausalLoops(RewriterBase &rewriter, StringRef causal,
+                       ArrayRef<LoopLikeOpInterface> loops, Value kBlock,
+                       int64_t rm, int64_t rn) {
+  if (loops.size() != 4)
+    return;
+  auto mLoop = dyn_cast<scf::ForOp>(*loops[1]);
+  auto nLoop = dyn_cast<scf::ForOp>(*loops[2]);
+  auto kLoop = dyn_cast<scf::ForOp>(*loops[3]);
+  if (!mLoop || !nLoop || !kLoop)
+    return;
+  MLIRContext *ctx = rewriter.getContext();
+  AffineExpr m0 = getAffineDimExpr(0, ctx), kb = getAffineDimExpr(1, ctx);
+  Location loc = mLoop.getLoc();
+  auto bound = [&](scf::ForOp loop, AffineExpr expr, bool upper) {
+    // min(ub, max(lb, expr)) of (m0, kb): inside the loop's own range.
+    rewriter.setInsertionPoint(loop);
+    OpFoldResult block =
+        kBlock ? OpFoldResult(kBlock) : rewriter.getIndexAttr(0);
+    Value at = affine::makeComposedAffineApply(
+        rewriter, loc, AffineMap::get(2, 0, expr),
+        ArrayRef<OpFoldResult>{mLoop.getInductionVar(), block});
+    Value low = arith::MaxSIOp::create(rewriter, loc, loop.getLowerBound(), at);
+    Value clamped =
+        arith::MinSIOp::create(rewriter, loc, loop.getUpperBound(), low);
+    rewriter.modifyOpInPlace(loop, [&] {
+      if (upper)
+        loop.setUpperBound(clamped);
+      else
+        loop.setLowerBound(clamped);
+    });
+  };
+  if (causal == "output")
+    bound(nLoop, (m0 + rm + rn - 1).floorDiv(rn) * rn, /*upper=*/true);
+  else if (causal == "prefix")
+    bound(kLoop, m0 + rm - kb, /*upper=*/true);
+  else if (causal == "suffix")
+    bound(kLoop, m0 - kb, /*upper=*/false);
+}
+
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
 /// b, m, n, k): threads over row blocks (or batch entries) unless it already
 /// runs inside a thread-parallel loop (a fused region's tile), a k block for
@@ -301,6 +350,7 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   if (ShapedType::isDynamicShape(ranges) || scheduleDotProducts(rewriter, op))
     return success();
   bool batched = ranges.size() == 4;
+  auto causal = op->getAttrOfType<StringAttr>(kCausalAttr);
   ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
   int64_t m = mnk[0], n = mnk[1], k = mnk[2];
   int64_t rm = 0, rn = 0;
@@ -348,18 +398,24 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
       return failure();
     current = threads->tiledOps.front();
   }
+  Value kBlock;
   if (int64_t tk = k > 512 ? dividing(k, {256, 128}) : 0) {
     auto blocked =
         tile(rewriter, current, sizes(0, 0, 0, tk), /*forall=*/false);
     if (failed(blocked))
       return failure();
     current = blocked->tiledOps.front();
+    kBlock = cast<scf::ForOp>(blocked->loops.back().getOperation())
+                 .getInductionVar();
   }
   auto registers =
       tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false,
            batched ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{1, 0, 2});
   if (failed(registers))
     return failure();
+  if (causal && batched)
+    narrowCausalLoops(rewriter, causal.getValue(), registers->loops, kBlock, rm,
+                      rn);
   Operation *tileOp = registers->tiledOps.front();
   if (panels) {
     // The tile's B slice at (kk, j) (or (j, kk) transposed) is row kk of

@@ -1250,14 +1250,18 @@ Value transposeBlocks(KernelBuilder &k, Value x) {
                     [&](Scalar &sc, ValueRange a) { k.yield(sc, a[0]); });
 }
 
-Value batchMatmul(KernelBuilder &k, Value a, Value b) {
+/// [G, m, k] x [G, k, n] -> [G, m, n], from zeros. `causal` (kCausalAttr)
+/// says which of a causal attention product's terms are zeros or which of
+/// its results go unread (t >= s: a query t reads keys s up to itself).
+Value batchMatmul(KernelBuilder &k, Value a, Value b, StringRef causal) {
   auto sa = cast<RankedTensorType>(a.getType()).getShape();
   auto sb = cast<RankedTensorType>(b.getType()).getShape();
   RankedTensorType type = k.tensor({sa[0], sa[1], sb[2]});
-  return linalg::BatchMatmulOp::create(
-             k.b, k.loc, TypeRange{type}, ValueRange{a, b},
-             ValueRange{k.filled(type.getShape(), 0.0)})
-      .getResult(0);
+  auto op = linalg::BatchMatmulOp::create(
+      k.b, k.loc, TypeRange{type}, ValueRange{a, b},
+      ValueRange{k.filled(type.getShape(), 0.0)});
+  op->setAttr(kCausalAttr, k.b.getStringAttr(causal));
+  return op.getResult(0);
 }
 
 /// P[g,t,s] = exp(scale S[g,t,s] - lse[g,t]) for s <= t, else 0.
@@ -1297,7 +1301,8 @@ SmallVector<Value> lowerCausalAttention(KernelBuilder &k,
   HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
   double scale = 1.0 / std::sqrt(double(l.headDim));
   Value scores = batchMatmul(k, toHeads(k, op.getQ(), l, false),
-                             toHeads(k, op.getK(), l, true)); // [G, T, T]
+                             toHeads(k, op.getK(), l, true),
+                             "output"); // [G, T, T], masked s > t
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
   SmallVector<IteratorType> red{kPar, kPar, kRed};
   // Masked entries enter the max as -inf and the sum as 0, so each row is a
@@ -1321,7 +1326,7 @@ SmallVector<Value> lowerCausalAttention(KernelBuilder &k,
       {mx, se}, k.empty({l.blocks(), l.seqLen}), {id2, id2, id2}, {kPar, kPar},
       [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], s.log(a[1]))); });
   Value probs = attentionProbs(k, scores, lse, scale);
-  Value out = batchMatmul(k, probs, toHeads(k, op.getV(), l, false));
+  Value out = batchMatmul(k, probs, toHeads(k, op.getV(), l, false), "prefix");
   return {fromHeads(k, out, l), lseToTokens(k, lse, l)};
 }
 
@@ -1333,11 +1338,11 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
   Value kk = toHeads(k, op.getK(), l, false);
   Value dOut = toHeads(k, op.getResultGrad(), l, false);
   Value lse = lseFromTokens(k, op.getLse(), l);
-  Value scores = batchMatmul(k, q, toHeads(k, op.getK(), l, true));
+  Value scores = batchMatmul(k, q, toHeads(k, op.getK(), l, true), "output");
   Value probs = attentionProbs(k, scores, lse, scale);
-  // dV = P^T dO; dP = dO V^T.
-  Value dv = batchMatmul(k, transposeBlocks(k, probs), dOut);
-  Value dp = batchMatmul(k, dOut, toHeads(k, op.getV(), l, true));
+  // dV = P^T dO; dP = dO V^T, read only where P is not 0.
+  Value dv = batchMatmul(k, transposeBlocks(k, probs), dOut, "suffix");
+  Value dp = batchMatmul(k, dOut, toHeads(k, op.getV(), l, true), "output");
   // D[g,t] = sum_i dO[g,t,i] O[g,t,i].
   Value out = toHeads(k, op.getOut(), l, false);
   Value dsum =
@@ -1361,8 +1366,8 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
       {all, all, row, all}, {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
         k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
       });
-  Value dq = batchMatmul(k, ds, kk);
-  Value dk = batchMatmul(k, transposeBlocks(k, ds), q);
+  Value dq = batchMatmul(k, ds, kk, "prefix");
+  Value dk = batchMatmul(k, transposeBlocks(k, ds), q, "suffix");
   return {fromHeads(k, dq, l), fromHeads(k, dk, l), fromHeads(k, dv, l)};
 }
 

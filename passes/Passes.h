@@ -26,6 +26,12 @@ namespace mlir::drc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// On a linalg.batch_matmul of causal attention (drc-lower-to-linalg), which
+/// terms are exact zeros or which results go unread, so drc-cpu-tile skips
+/// them: "output" (only C[g, i, j] with j <= i is read), "prefix" (A[g, i, k]
+/// is 0 for k > i), "suffix" (A[g, i, k] is 0 for k < i).
+inline constexpr llvm::StringLiteral kCausalAttr = "drc.causal";
+
 /// Options of the model pipeline shared by drc-opt and the C++ driver.
 struct TrainPipelineOptions {
   double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weightDecay = 0.1,

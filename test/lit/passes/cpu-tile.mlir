@@ -261,3 +261,47 @@ func.func @bank_append(%f: tensor<2048x256xf32>, %store: tensor<2048x17x256xf32>
       : tensor<2048x1x256xf32> into tensor<2048x17x256xf32>
   return %r : tensor<2048x17x256xf32>
 }
+
+// Causal attention's products (drc.causal, from drc-lower-to-linalg): the
+// register-tile loops of one [64, 64] block stop at the diagonal. Scores
+// ("output"): row tile m0 visits the 32-column panels up to its last row,
+// min(64, ceil((m0 + 8) / 32) * 32). P V ("prefix"): row tile m0 sums keys
+// up to m0 + 8. Pᵀ dO ("suffix"): row tile m0 (a key) sums the queries
+// from m0 on.
+// CHECK-LABEL: func.func @causal_products
+// CHECK: scf.for %[[M:.*]] = %{{.*}} to %{{.*}} step %{{.*}}
+// CHECK: %[[PANELS:.*]] = affine.apply #{{.*}}(%[[M]])
+// CHECK: %[[LOW:.*]] = arith.maxsi %[[PANELS]], %{{.*}}
+// CHECK: %[[END:.*]] = arith.minsi %[[LOW]], %{{.*}}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]] step %{{.*}}
+// CHECK: vector.contract
+// CHECK: scf.for %[[M2:.*]] = %{{.*}} to %{{.*}} step %{{.*}}
+// CHECK: %[[ROWS:.*]] = affine.apply #{{.*}}(%[[M2]])
+// CHECK: %[[LOW2:.*]] = arith.maxsi %[[ROWS]], %{{.*}}
+// CHECK: %[[KEND:.*]] = arith.minsi %[[LOW2]], %{{.*}}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[KEND]] step %{{.*}}
+// CHECK: vector.contract
+// CHECK: scf.for %[[M3:.*]] = %{{.*}} to %{{.*}} step %{{.*}}
+// CHECK: %[[LOW3:.*]] = arith.maxsi %[[M3]], %{{.*}}
+// CHECK: %[[KSTART:.*]] = arith.minsi %[[LOW3]], %{{.*}}
+// CHECK: scf.for %{{.*}} = %[[KSTART]] to %{{.*}} step %{{.*}}
+// CHECK: vector.contract
+func.func @causal_products(%q: tensor<2x64x16xf32>, %kt: tensor<2x16x64xf32>,
+                           %v: tensor<2x64x16xf32>)
+    -> (tensor<2x64x64xf32>, tensor<2x64x16xf32>, tensor<2x64x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<2x64x64xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  %s = linalg.batch_matmul {drc.causal = "output"}
+      ins(%q, %kt : tensor<2x64x16xf32>, tensor<2x16x64xf32>)
+      outs(%s0 : tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  %e2 = tensor.empty() : tensor<2x64x16xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %o = linalg.batch_matmul {drc.causal = "prefix"}
+      ins(%s, %v : tensor<2x64x64xf32>, tensor<2x64x16xf32>)
+      outs(%o0 : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %d = linalg.batch_matmul {drc.causal = "suffix"}
+      ins(%s, %v : tensor<2x64x64xf32>, tensor<2x64x16xf32>)
+      outs(%o0 : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  return %s, %o, %d : tensor<2x64x64xf32>, tensor<2x64x16xf32>, tensor<2x64x16xf32>
+}
