@@ -1250,16 +1250,27 @@ Value transposeBlocks(KernelBuilder &k, Value x) {
                     [&](Scalar &sc, ValueRange a) { k.yield(sc, a[0]); });
 }
 
-/// [G, m, k] x [G, k, n] -> [G, m, n], from zeros. `causal` (kCausalAttr)
-/// says which of a causal attention product's terms are zeros or which of
-/// its results go unread (t >= s: a query t reads keys s up to itself).
-Value batchMatmul(KernelBuilder &k, Value a, Value b, StringRef causal) {
+/// [G, m, k] x [G, k, n] -> [G, m, n], from zeros; with `transposeA`, a is
+/// [G, k, m], read in place (the register tile loads a contiguous row of it
+/// per k step). `causal` (kCausalAttr) says which of a causal attention
+/// product's terms are zeros or which of its results go unread (t >= s: a
+/// query t reads keys s up to itself).
+Value batchMatmul(KernelBuilder &k, Value a, Value b, StringRef causal,
+                  bool transposeA = false) {
   auto sa = cast<RankedTensorType>(a.getType()).getShape();
   auto sb = cast<RankedTensorType>(b.getType()).getShape();
-  RankedTensorType type = k.tensor({sa[0], sa[1], sb[2]});
+  RankedTensorType type = k.tensor({sa[0], transposeA ? sa[2] : sa[1], sb[2]});
+  SmallVector<NamedAttribute> attributes;
+  if (transposeA) {
+    SmallVector<AffineMap> maps =
+        linalg::BatchMatmulOp::getDefaultIndexingMaps(k.b.getContext());
+    maps[0] = k.map(4, {0, 3, 1});
+    attributes.push_back(
+        k.b.getNamedAttr("indexing_maps", k.b.getAffineMapArrayAttr(maps)));
+  }
   auto op = linalg::BatchMatmulOp::create(
       k.b, k.loc, TypeRange{type}, ValueRange{a, b},
-      ValueRange{k.filled(type.getShape(), 0.0)});
+      ValueRange{k.filled(type.getShape(), 0.0)}, attributes);
   op->setAttr(kCausalAttr, k.b.getStringAttr(causal));
   return op.getResult(0);
 }
@@ -1341,7 +1352,7 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
   Value scores = batchMatmul(k, q, toHeads(k, op.getK(), l, true), "output");
   Value probs = attentionProbs(k, scores, lse, scale);
   // dV = P^T dO; dP = dO V^T, read only where P is not 0.
-  Value dv = batchMatmul(k, transposeBlocks(k, probs), dOut, "suffix");
+  Value dv = batchMatmul(k, probs, dOut, "suffix", /*transposeA=*/true);
   Value dp = batchMatmul(k, dOut, toHeads(k, op.getV(), l, true), "output");
   // D[g,t] = sum_i dO[g,t,i] O[g,t,i].
   Value out = toHeads(k, op.getOut(), l, false);
@@ -1367,7 +1378,7 @@ SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
         k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
       });
   Value dq = batchMatmul(k, ds, kk, "prefix");
-  Value dk = batchMatmul(k, transposeBlocks(k, ds), q, "suffix");
+  Value dk = batchMatmul(k, ds, q, "suffix", /*transposeA=*/true);
   return {fromHeads(k, dq, l), fromHeads(k, dk, l), fromHeads(k, dv, l)};
 }
 
