@@ -291,8 +291,8 @@ void mergeProjections(RewriterBase &rewriter, Operation *root) {
 
 /// Narrows a causal attention product's register-tile loops (`loops`: b,
 /// m, n, k of a batch_matmul; `kBlock` the k block's offset, or null) to
-/// the tiles and terms its `drc.causal` attribute says can be nonzero (see
-/// drc-lower-to-linalg's causalProduct): for "output" only C[i, j] with
+/// the tiles and terms its `drc.causal` attribute (kCausalAttr, set by
+/// drc-lower-to-linalg) says can be nonzero: for "output" only C[i, j] with
 /// j <= i is read afterwards, so a row tile visits the column tiles up to
 /// its last row's diagonal; for "prefix" A[i, k] is 0 for k > i and for
 /// "suffix" for k < i, so a row tile sums only over the k its rows can use.
