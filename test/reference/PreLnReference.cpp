@@ -135,6 +135,70 @@ std::vector<double> rope(const std::vector<double> &head, int64_t position,
   return y;
 }
 
+std::vector<double> causalAttentionCore(const std::vector<double> &q,
+                                        const std::vector<double> &k,
+                                        const std::vector<double> &v,
+                                        int64_t batch, int64_t seqLen,
+                                        int64_t nHead, const DepthCache *depth,
+                                        const std::vector<double> *depthQuery) {
+  if (batch <= 0 || seqLen <= 0 || nHead <= 0)
+    fail("causalAttention needs positive batch, seqLen and nHead");
+  int64_t n = batch * seqLen;
+  if (q.size() % n != 0)
+    fail("causalAttention input has " + std::to_string(q.size()) +
+         " elements, not a multiple of batch*seqLen = " + std::to_string(n));
+  int64_t d = q.size() / n;
+  if (d % nHead != 0)
+    fail("causalAttention width " + std::to_string(d) +
+         " is not a multiple of nHead " + std::to_string(nHead));
+  if (k.size() != q.size() || v.size() != q.size())
+    fail("causalAttention needs q, k and v of one shape");
+  int64_t dHead = d / nHead;
+  std::vector<double> heads(n * d, 0.0);
+  double scale = 1.0 / std::sqrt(static_cast<double>(dHead));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < nHead; ++h)
+      for (int64_t t = 0; t < seqLen; ++t) {
+        int64_t qRow = (b * seqLen + t) * d + h * dHead;
+        // Keys s <= t of the sequence, then the token's depth keys.
+        std::vector<double> scores;
+        std::vector<const double *> values;
+        for (int64_t s = 0; s <= t; ++s) {
+          int64_t kRow = (b * seqLen + s) * d + h * dHead;
+          double dot = 0.0;
+          for (int64_t i = 0; i < dHead; ++i)
+            dot += q[qRow + i] * k[kRow + i];
+          scores.push_back(dot * scale);
+          values.push_back(&v[kRow]);
+        }
+        if (depth) {
+          const std::vector<double> &query = depthQuery ? *depthQuery : q;
+          int64_t token = b * seqLen + t;
+          const std::vector<double> &keys = depth->keys[token];
+          for (size_t e = 0; e < keys.size() / d; ++e) {
+            double dot = 0.0;
+            for (int64_t i = 0; i < dHead; ++i)
+              dot += query[qRow + i] * keys[e * d + h * dHead + i];
+            scores.push_back(dot * scale);
+            values.push_back(&depth->values[token][e * d + h * dHead]);
+          }
+        }
+        // Subtracting the max leaves softmax unchanged and keeps exp finite.
+        double maxScore = scores[0];
+        for (double score : scores)
+          maxScore = std::max(maxScore, score);
+        double denominator = 0.0;
+        for (double &score : scores) {
+          score = std::exp(score - maxScore);
+          denominator += score;
+        }
+        for (size_t s = 0; s < scores.size(); ++s)
+          for (int64_t i = 0; i < dHead; ++i)
+            heads[qRow + i] += scores[s] / denominator * values[s][i];
+      }
+  return heads;
+}
+
 std::vector<double>
 causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
                 const std::vector<double> &wk, const std::vector<double> &wv,
@@ -174,47 +238,8 @@ causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
         }
       }
 
-  std::vector<double> heads(n * d, 0.0);
-  double scale = 1.0 / std::sqrt(static_cast<double>(dHead));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < nHead; ++h)
-      for (int64_t t = 0; t < seqLen; ++t) {
-        int64_t qRow = (b * seqLen + t) * d + h * dHead;
-        // Keys s <= t of the sequence, then the token's depth keys.
-        std::vector<double> scores;
-        std::vector<const double *> values;
-        for (int64_t s = 0; s <= t; ++s) {
-          int64_t kRow = (b * seqLen + s) * d + h * dHead;
-          double dot = 0.0;
-          for (int64_t i = 0; i < dHead; ++i)
-            dot += q[qRow + i] * k[kRow + i];
-          scores.push_back(dot * scale);
-          values.push_back(&v[kRow]);
-        }
-        if (depth) {
-          int64_t token = b * seqLen + t;
-          const std::vector<double> &keys = depth->keys[token];
-          for (size_t e = 0; e < keys.size() / d; ++e) {
-            double dot = 0.0;
-            for (int64_t i = 0; i < dHead; ++i)
-              dot += rawQ[qRow + i] * keys[e * d + h * dHead + i];
-            scores.push_back(dot * scale);
-            values.push_back(&depth->values[token][e * d + h * dHead]);
-          }
-        }
-        // Subtracting the max leaves softmax unchanged and keeps exp finite.
-        double maxScore = scores[0];
-        for (double score : scores)
-          maxScore = std::max(maxScore, score);
-        double denominator = 0.0;
-        for (double &score : scores) {
-          score = std::exp(score - maxScore);
-          denominator += score;
-        }
-        for (size_t s = 0; s < scores.size(); ++s)
-          for (int64_t i = 0; i < dHead; ++i)
-            heads[qRow + i] += scores[s] / denominator * values[s][i];
-      }
+  std::vector<double> heads =
+      causalAttentionCore(q, k, v, batch, seqLen, nHead, depth, &rawQ);
   return linear(heads, wo, d, d, "wo");
 }
 

@@ -53,6 +53,18 @@ std::vector<double> rmsNorm(const std::vector<double> &x,
 std::vector<double> rope(const std::vector<double> &head, int64_t position,
                          double theta);
 
+/// The core of causalAttention: per sequence and head, softmax(q·k/√d_h)
+/// over the keys s ≤ t of the query's own sequence times v, heads
+/// concatenated. \p q, \p k, \p v are [batch·seqLen, d], each head a
+/// d_h-wide column block. With \p depth, each head's softmax also runs over
+/// the token's own depth keys, scored with \p depthQuery (MoDA's un-rotated
+/// q). Returns [batch·seqLen, d].
+std::vector<double>
+causalAttentionCore(const std::vector<double> &q, const std::vector<double> &k,
+                    const std::vector<double> &v, int64_t batch, int64_t seqLen,
+                    int64_t nHead, const DepthCache *depth = nullptr,
+                    const std::vector<double> *depthQuery = nullptr);
+
 /// The causal attention core F^att(u) = Wo · concat_heads(softmax(q·k/√d_h)·v)
 /// of one sublayer, without its norm. \p u is [batch·seqLen, d]; wq, wk, wv, wo
 /// are [d, d]; RoPE is applied to q and k with positions restarting at every

@@ -10,6 +10,7 @@
 #include "CompilerTestSupport.h"
 
 #include "passes/Passes.h"
+#include "test/reference/PreLnReference.h"
 
 #include <functional>
 
@@ -489,39 +490,6 @@ TEST_CASE("causal_attention gradients match finite differences", "[gradient]") {
   checkGradients(p);
 }
 
-/// causal_attention's output for `tokens` rows of q, k, v [tokens, width]
-/// read from `p` (sequences of `seqLen`, `nHead` heads), in double.
-std::vector<double> referenceAttention(const F64Program &p, int tokens,
-                                       int width, int seqLen, int nHead) {
-  const drc::ParameterTable &table = p.model->parameters();
-  const double *q = &p.params[table.find("q")->offset];
-  const double *k = &p.params[table.find("k")->offset];
-  const double *v = &p.params[table.find("v")->offset];
-  int dh = width / nHead;
-  std::vector<double> out(static_cast<size_t>(tokens) * width, 0.0);
-  for (int t = 0; t < tokens; ++t)
-    for (int h = 0; h < nHead; ++h) {
-      int first = t - t % seqLen;
-      std::vector<double> scores;
-      double top = -1e300;
-      for (int s = first; s <= t; ++s) {
-        double dot = 0;
-        for (int i = 0; i < dh; ++i)
-          dot += q[t * width + h * dh + i] * k[s * width + h * dh + i];
-        scores.push_back(dot / std::sqrt(double(dh)));
-        top = std::max(top, scores.back());
-      }
-      double sum = 0;
-      for (double &score : scores)
-        sum += score = std::exp(score - top);
-      for (int s = first; s <= t; ++s)
-        for (int i = 0; i < dh; ++i)
-          out[t * width + h * dh + i] +=
-              scores[s - first] / sum * v[s * width + h * dh + i];
-    }
-  return out;
-}
-
 // Long enough sequences for drc-cpu-tile's register tiles to split each
 // attention product into several row and column tiles, where a causal
 // product skips the tiles and terms above the diagonal (seq 64), and its k
@@ -548,8 +516,14 @@ TEST_CASE("causal_attention skips the masked tiles of long sequences exactly",
             ", tensor<" + std::to_string(shape.tokens) + "x" +
             std::to_string(shape.nHead) + "xf64>)",
         shape.tokens, shape.width);
-    std::vector<double> out = referenceAttention(p, shape.tokens, shape.width,
-                                                 shape.seqLen, shape.nHead);
+    const drc::ParameterTable &table = p.model->parameters();
+    auto rows = [&](const char *name) {
+      const double *at = &p.params[table.find(name)->offset];
+      return std::vector<double>(at, at + shape.tokens * shape.width);
+    };
+    std::vector<double> out = drc::reference::causalAttentionCore(
+        rows("q"), rows("k"), rows("v"), shape.tokens / shape.seqLen,
+        shape.seqLen, shape.nHead);
     double expected = referenceLoss(p, shape.width, [&](int t, int l) {
       return out[static_cast<size_t>(t) * shape.width + l];
     });
