@@ -481,7 +481,9 @@ struct ComputeOutputSlicesApart : OpRewritePattern<linalg::GenericOp> {
 
 /// The offsets of `slice` within the tensor it is a slice of through a
 /// chain of unit-stride extract_slices, when the chain starts at `root`
-/// and every slice but the first from `root` is at constant offsets.
+/// and every slice but the first from `root` is at constant offsets. Unlike
+/// drc-cpu-tile's sliceOrigin, which composes any offsets with affine ops,
+/// it creates no IR: a pattern calls it while matching.
 std::optional<SmallVector<OpFoldResult>> offsetsIn(Value slice, Value root,
                                                    OpBuilder &b) {
   SmallVector<int64_t> inner;
