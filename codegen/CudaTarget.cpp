@@ -344,6 +344,7 @@ mlir::drc::gpuTrainOptions(TrainPipelineOptions train) {
   if (train.fuseTileTokens == 0)
     train.fuseTileTokens = 1;
   train.denseEmbeddingGrad = true;
+  train.headBlocks = false;
   return train;
 }
 

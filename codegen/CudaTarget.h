@@ -44,8 +44,10 @@ struct CudaArtifacts {
 };
 
 /// `train` with the GPU's choices: one token per fused tile (each thread
-/// runs one token's residual work, and its temporaries fit on its stack)
-/// and the dense embedding gradient (no serial scatter).
+/// runs one token's residual work, and its temporaries fit on its stack),
+/// the dense embedding gradient (no serial scatter) and attention's
+/// products batched over all heads (a loop over head blocks would give the
+/// GPU 32 threads' work at the benchmark shape).
 TrainPipelineOptions gpuTrainOptions(TrainPipelineOptions train);
 
 /// The first half of the GPU pipeline: bufferization, then every linalg op

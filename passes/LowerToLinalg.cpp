@@ -1199,8 +1199,9 @@ Value lowerRope(KernelBuilder &k, RopeOp op) {
       });
 }
 
-/// Attention works per (sequence, head) on [B*H, T, dh] blocks, so that its
-/// four products are batched row-major matmuls like every other product.
+/// Attention works per (sequence, head) block [T, dh] of its [N, D]
+/// operands (N = B*T tokens, D = H*dh), so that its products are batched
+/// row-major matmuls like every other product.
 struct HeadLayout {
   int64_t batch, seqLen, nHead, headDim;
   int64_t blocks() const { return batch * nHead; }
@@ -1307,26 +1308,27 @@ Value lseFromTokens(KernelBuilder &k, Value lse, const HeadLayout &l) {
       ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
-SmallVector<Value> lowerCausalAttention(KernelBuilder &k,
-                                        CausalAttentionOp op) {
-  HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
-  double scale = 1.0 / std::sqrt(double(l.headDim));
-  Value scores = batchMatmul(k, toHeads(k, op.getQ(), l, false),
-                             toHeads(k, op.getK(), l, true),
-                             "output"); // [G, T, T], masked s > t
+/// Causal attention on G blocks: q [G, T, dh], kT [G, dh, T] and v
+/// [G, T, dh] -> the output [G, T, dh] and the rows' log-sum-exps [G, T].
+std::pair<Value, Value> attendBlocks(KernelBuilder &k, Value q, Value kT,
+                                     Value v) {
+  auto shape = cast<RankedTensorType>(q.getType()).getShape();
+  int64_t blocks = shape[0], seqLen = shape[1];
+  double scale = 1.0 / std::sqrt(double(shape[2]));
+  Value scores = batchMatmul(k, q, kT, "output"); // [G, T, T], masked s > t
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
   SmallVector<IteratorType> red{kPar, kPar, kRed};
   // Masked entries enter the max as -inf and the sum as 0, so each row is a
   // plain reduction that LLVM vectorises (a select around the accumulator
   // would keep it scalar).
   Value mx =
-      k.generic1(scores, k.filled({l.blocks(), l.seqLen}, -INFINITY),
-                 {all, row}, red, [&](Scalar &s, ValueRange a) {
+      k.generic1(scores, k.filled({blocks, seqLen}, -INFINITY), {all, row}, red,
+                 [&](Scalar &s, ValueRange a) {
                    Value keep = s.indexLE(s.index(2), s.index(1));
                    Value v = s.mul(a[0], s.c(scale));
                    k.yield(s, s.max(a[1], s.select(keep, v, s.c(-INFINITY))));
                  });
-  Value se = k.generic1({scores, mx}, k.filled({l.blocks(), l.seqLen}, 0.0),
+  Value se = k.generic1({scores, mx}, k.filled({blocks, seqLen}, 0.0),
                         {all, row, row}, red, [&](Scalar &s, ValueRange a) {
                           Value keep = s.indexLE(s.index(2), s.index(1));
                           Value e = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
@@ -1334,52 +1336,193 @@ SmallVector<Value> lowerCausalAttention(KernelBuilder &k,
                         });
   AffineMap id2 = k.map(2, {0, 1});
   Value lse = k.generic1(
-      {mx, se}, k.empty({l.blocks(), l.seqLen}), {id2, id2, id2}, {kPar, kPar},
+      {mx, se}, k.empty({blocks, seqLen}), {id2, id2, id2}, {kPar, kPar},
       [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], s.log(a[1]))); });
   Value probs = attentionProbs(k, scores, lse, scale);
-  Value out = batchMatmul(k, probs, toHeads(k, op.getV(), l, false), "prefix");
-  return {fromHeads(k, out, l), lseToTokens(k, lse, l)};
+  return {batchMatmul(k, probs, v, "prefix"), lse};
 }
 
-SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
-                                            CausalAttentionGradOp op) {
-  HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
-  double scale = 1.0 / std::sqrt(double(l.headDim));
-  Value q = toHeads(k, op.getQ(), l, false);
-  Value kk = toHeads(k, op.getK(), l, false);
-  Value dOut = toHeads(k, op.getResultGrad(), l, false);
-  Value lse = lseFromTokens(k, op.getLse(), l);
-  Value scores = batchMatmul(k, q, toHeads(k, op.getK(), l, true), "output");
+/// The adjoints dq, dk, dv [G, T, dh] of attendBlocks from its output's
+/// adjoint dOut [G, T, dh] and, when not null, its log-sum-exps' dLse
+/// [G, T]; kk and vT are k [G, T, dh] and v transposed [G, dh, T].
+SmallVector<Value> attendBlocksGrad(KernelBuilder &k, Value q, Value kk,
+                                    Value kT, Value vT, Value out, Value lse,
+                                    Value dOut, Value dLse) {
+  auto shape = cast<RankedTensorType>(q.getType()).getShape();
+  int64_t blocks = shape[0], seqLen = shape[1];
+  double scale = 1.0 / std::sqrt(double(shape[2]));
+  Value scores = batchMatmul(k, q, kT, "output");
   Value probs = attentionProbs(k, scores, lse, scale);
   // dV = P^T dO; dP = dO V^T, read only where P is not 0.
   Value dv = batchMatmul(k, probs, dOut, "suffix", /*transposeA=*/true);
-  Value dp = batchMatmul(k, dOut, toHeads(k, op.getV(), l, true), "output");
+  Value dp = batchMatmul(k, dOut, vT, "output");
   // D[g,t] = sum_i dO[g,t,i] O[g,t,i].
-  Value out = toHeads(k, op.getOut(), l, false);
   Value dsum =
-      k.generic1({dOut, out}, k.filled({l.blocks(), l.seqLen}, 0.0),
+      k.generic1({dOut, out}, k.filled({blocks, seqLen}, 0.0),
                  {k.map(3, {0, 1, 2}), k.map(3, {0, 1, 2}), k.map(3, {0, 1})},
                  {kPar, kPar, kRed}, [&](Scalar &s, ValueRange a) {
                    k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
                  });
   // d lse / d S = scale P, so a log-sum-exp adjoint enters as D - dlse.
-  if (Value dlse = op.getLseGrad()) {
+  if (dLse) {
     AffineMap same = k.map(2, {0, 1});
-    dsum = k.generic1(
-        {dsum, lseFromTokens(k, dlse, l)}, k.empty({l.blocks(), l.seqLen}),
-        {same, same, same}, {kPar, kPar},
-        [&](Scalar &s, ValueRange a) { k.yield(s, s.sub(a[0], a[1])); });
+    dsum =
+        k.generic1({dsum, dLse}, k.empty({blocks, seqLen}), {same, same, same},
+                   {kPar, kPar}, [&](Scalar &s, ValueRange a) {
+                     k.yield(s, s.sub(a[0], a[1]));
+                   });
   }
   // dS = scale P (dP - D), scaled here once for both dQ and dK.
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
   Value ds = k.generic1(
-      {probs, dp, dsum}, k.empty({l.blocks(), l.seqLen, l.seqLen}),
+      {probs, dp, dsum}, k.empty({blocks, seqLen, seqLen}),
       {all, all, row, all}, {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
         k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
       });
   Value dq = batchMatmul(k, ds, kk, "prefix");
   Value dk = batchMatmul(k, ds, q, "suffix", /*transposeA=*/true);
-  return {fromHeads(k, dq, l), fromHeads(k, dk, l), fromHeads(k, dv, l)};
+  return {dq, dk, dv};
+}
+
+/// The blocks attention reads from its [N, D] operands (and [N, H]
+/// log-sum-exps): all G = B*H of them at once, [G, T, dh] copies; or, in a
+/// loop over blocks, one block's [1, T, dh] slice (rows `row`..row+T,
+/// columns `column`..column+dh, head `head`), read in place.
+struct HeadBlocks {
+  HeadLayout l;
+  Value row, column, head; // null: all blocks
+
+  using Slice = std::tuple<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>,
+                           SmallVector<OpFoldResult>>;
+  /// The block's [T, dh] in [N, D].
+  Slice blockSlice(KernelBuilder &k) const {
+    return {{row, column},
+            {k.b.getIndexAttr(l.seqLen), k.b.getIndexAttr(l.headDim)},
+            {k.b.getIndexAttr(1), k.b.getIndexAttr(1)}};
+  }
+  /// The block's column [T, 1] in [N, H].
+  Slice lseSlice(KernelBuilder &k) const {
+    return {{row, head},
+            {k.b.getIndexAttr(l.seqLen), k.b.getIndexAttr(1)},
+            {k.b.getIndexAttr(1), k.b.getIndexAttr(1)}};
+  }
+
+  /// x [N, D] -> [G, T, dh], or [G, dh, T] with `transpose`.
+  Value of(KernelBuilder &k, Value x, bool transpose = false) const {
+    if (!row)
+      return toHeads(k, x, l, transpose);
+    auto [offsets, sizes, strides] = blockSlice(k);
+    Value slice = tensor::ExtractSliceOp::create(
+        k.b, k.loc, k.tensor({l.seqLen, l.headDim}), x, offsets, sizes,
+        strides);
+    Value block = tensor::ExpandShapeOp::create(
+        k.b, k.loc, k.tensor({1, l.seqLen, l.headDim}), slice,
+        ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    return transpose ? transposeBlocks(k, block) : block;
+  }
+  /// lse [N, H] -> [G, T].
+  Value rowsOf(KernelBuilder &k, Value lse) const {
+    if (!row)
+      return lseFromTokens(k, lse, l);
+    auto [offsets, sizes, strides] = lseSlice(k);
+    Value column = tensor::ExtractSliceOp::create(
+        k.b, k.loc, RankedTensorType::get({l.seqLen}, k.element), lse, offsets,
+        sizes, strides);
+    return tensor::ExpandShapeOp::create(
+        k.b, k.loc, k.tensor({1, l.seqLen}), column,
+        ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+};
+
+/// Runs `attend` on causal attention's blocks and returns its results
+/// ([G, T, dh] blocks, [G, T] log-sum-exps) as `types` ([N, D], [N, H]).
+/// With `inPlace` it runs once per block, in one parallel loop over the
+/// B*H blocks: the block's q, k, v are slices of the [N, D] operands and
+/// its results are written into the [N, D] results, so no operand is
+/// copied into head-major blocks, and each block's [T, T] scores and
+/// probabilities stay in cache between the products and the softmax
+/// that read them (all blocks' at once are 8 MB at T = 256, B*H = 32).
+/// Otherwise it runs once on all blocks, copied [G, T, dh].
+SmallVector<Value> attendByHeadBlocks(
+    KernelBuilder &k, const HeadLayout &l, bool inPlace, TypeRange types,
+    function_ref<SmallVector<Value>(KernelBuilder &, const HeadBlocks &)>
+        attend) {
+  if (!inPlace) {
+    SmallVector<Value> results = attend(k, HeadBlocks{l, {}, {}, {}});
+    for (Value &r : results)
+      r = cast<RankedTensorType>(r.getType()).getRank() == 3
+              ? fromHeads(k, r, l)
+              : lseToTokens(k, r, l);
+    return results;
+  }
+  SmallVector<Value> inits;
+  for (Type type : types)
+    inits.push_back(k.empty(cast<RankedTensorType>(type).getShape()));
+  OpBuilder::InsertionGuard guard(k.b);
+  auto forall = scf::ForallOp::create(
+      k.b, k.loc, ArrayRef<OpFoldResult>{k.b.getIndexAttr(l.blocks())}, inits,
+      std::nullopt);
+  k.b.setInsertionPointToStart(forall.getBody());
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(k.b, k.loc, v);
+  };
+  Value g = forall.getInductionVar(0);
+  Value head = arith::RemUIOp::create(k.b, k.loc, g, index(l.nHead));
+  Value row = arith::MulIOp::create(
+      k.b, k.loc, arith::DivUIOp::create(k.b, k.loc, g, index(l.nHead)),
+      index(l.seqLen));
+  HeadBlocks block{
+      l, row, arith::MulIOp::create(k.b, k.loc, head, index(l.headDim)), head};
+  SmallVector<Value> results = attend(k, block);
+  // Collapsed to the slice's shape, [T, dh] or [T], before the terminator.
+  for (Value &r : results) {
+    auto shape = cast<RankedTensorType>(r.getType()).getShape();
+    r = tensor::CollapseShapeOp::create(
+        k.b, k.loc, RankedTensorType::get(shape.drop_front(), k.element), r,
+        shape.size() == 3 ? ArrayRef<ReassociationIndices>{{0, 1}, {2}}
+                          : ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+  HeadBlocks::Slice blockSlice = block.blockSlice(k),
+                    lseSlice = block.lseSlice(k);
+  k.b.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [r, out] : llvm::zip(results, forall.getRegionIterArgs())) {
+    auto [offsets, sizes, strides] =
+        cast<RankedTensorType>(r.getType()).getRank() == 2 ? blockSlice
+                                                           : lseSlice;
+    tensor::ParallelInsertSliceOp::create(k.b, k.loc, r, out, offsets, sizes,
+                                          strides);
+  }
+  return SmallVector<Value>(forall.getResults());
+}
+
+SmallVector<Value> lowerCausalAttention(KernelBuilder &k, CausalAttentionOp op,
+                                        bool headBlocks) {
+  HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
+  return attendByHeadBlocks(
+      k, l, headBlocks, op->getResultTypes(),
+      [&](KernelBuilder &k, const HeadBlocks &blocks) -> SmallVector<Value> {
+        auto [out, lse] = attendBlocks(k, blocks.of(k, op.getQ()),
+                                       blocks.of(k, op.getK(), true),
+                                       blocks.of(k, op.getV()));
+        return {out, lse};
+      });
+}
+
+SmallVector<Value> lowerCausalAttentionGrad(KernelBuilder &k,
+                                            CausalAttentionGradOp op,
+                                            bool headBlocks) {
+  HeadLayout l = headLayout(op.getQ(), op.getSeqLen(), op.getNHead());
+  return attendByHeadBlocks(
+      k, l, headBlocks, op->getResultTypes(),
+      [&](KernelBuilder &k, const HeadBlocks &blocks) {
+        Value dLse = op.getLseGrad();
+        return attendBlocksGrad(
+            k, blocks.of(k, op.getQ()), blocks.of(k, op.getK()),
+            blocks.of(k, op.getK(), true), blocks.of(k, op.getV(), true),
+            blocks.of(k, op.getOut()), blocks.rowsOf(k, op.getLse()),
+            blocks.of(k, op.getResultGrad()),
+            dLse ? blocks.rowsOf(k, dLse) : Value());
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1542,7 +1685,7 @@ SmallVector<Value> lowerDepthAttentionGrad(KernelBuilder &k,
 
 /// Replaces `op` by its lowering; returns false for ops left to other passes.
 FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
-                         bool denseEmbeddingGrad,
+                         bool denseEmbeddingGrad, bool headBlocks,
                          llvm::DenseMap<Value, Value> *sumSquaresOf) {
   rewriter.setInsertionPoint(op);
   Type element;
@@ -1595,9 +1738,11 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
       })
       .Case([&](LookaheadOp o) { results = {lowerLookahead(k, o)}; })
       .Case([&](RopeOp o) { results = {lowerRope(k, o)}; })
-      .Case([&](CausalAttentionOp o) { results = lowerCausalAttention(k, o); })
+      .Case([&](CausalAttentionOp o) {
+        results = lowerCausalAttention(k, o, headBlocks);
+      })
       .Case([&](CausalAttentionGradOp o) {
-        results = lowerCausalAttentionGrad(k, o);
+        results = lowerCausalAttentionGrad(k, o, headBlocks);
       })
       .Case([&](DepthAttentionOp o) { results = {lowerDepthAttention(k, o)}; })
       .Case([&](DepthAttentionGradOp o) {
@@ -1786,7 +1931,7 @@ struct LowerToLinalgPass
         continue;
       }
       FailureOr<bool> lowered =
-          lowerOne(op, rewriter, denseEmbeddingGrad, &sumSquaresOf);
+          lowerOne(op, rewriter, denseEmbeddingGrad, headBlocks, &sumSquaresOf);
       if (failed(lowered))
         return signalPassFailure();
       if (!*lowered && !isa<ParamOp, ParamRefOp, GradStoreOp, AdamWOp>(op)) {

@@ -43,6 +43,8 @@ struct TrainPipelineOptions {
   int64_t fuseTileTokens = 0;
   /// drc-lower-to-linalg's dense-embedding-grad (the GPU's choice).
   bool denseEmbeddingGrad = false;
+  /// drc-lower-to-linalg's head-blocks (the CPU's choice).
+  bool headBlocks = true;
   /// Build train_step from @loss (off: a forward-only module, the probes').
   bool differentiate = true;
   /// CPU code through the GPU kernels' loop form instead of the CPU's

@@ -101,14 +101,21 @@ def LowerToLinalg : Pass<"drc-lower-to-linalg", "::mlir::ModuleOp"> {
     which reads the input once. A drc.fused region becomes an scf.forall
     over its tiles; a result that adds to an input only the region reads
     (an adjoint carried from region to region, AttnRes's bank gradient
-    less the row its append takes) is written over that input. Parameter
-    state ops (param_ref, grad_store, adamw) are left for drc-bind-buffers.
+    less the row its append takes) is written over that input. Causal
+    attention is a parallel loop over its (sequence, head) blocks (or, off
+    head-blocks, batched products over head-major copies). Parameter state
+    ops (param_ref, grad_store, adamw) are left for drc-bind-buffers.
   }];
   let options = [
     Option<"denseEmbeddingGrad", "dense-embedding-grad", "bool", "false",
            "The embedding gradient as a contraction with the tokens' one-hot "
            "rows, parallel over the table (for GPUs), not a serial "
            "scatter-add over tokens">,
+    Option<"headBlocks", "head-blocks", "bool", "true",
+           "Causal attention as one parallel loop over its (sequence, head) "
+           "blocks, each reading its slices of q, k and v in place and "
+           "keeping its [T, T] scores in cache (for CPUs); off: batched "
+           "products over all blocks, copied head-major (for GPUs)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -35,6 +35,7 @@ void mlir::drc::buildLowerToLinalgPipeline(
   }
   LowerToLinalgOptions lower;
   lower.denseEmbeddingGrad = options.denseEmbeddingGrad;
+  lower.headBlocks = options.headBlocks;
   pm.addPass(createLowerToLinalg(lower));
   pm.addPass(createBindBuffers());
   // No CSE here: merging the zero-filled accumulators of two reductions
