@@ -1474,6 +1474,26 @@ SmallVector<Value> attendByHeadBlocks(
   HeadBlocks block{
       l, row, arith::MulIOp::create(k.b, k.loc, head, index(l.headDim)), head};
   SmallVector<Value> results = attend(k, block);
+  // Each result computed in its slice of the loop's output: the empty
+  // tensor its op starts from (or zero-fills) replaced by the slice, so
+  // bufferization writes it there rather than into a temporary copied in.
+  for (auto [r, out] : llvm::zip(results, forall.getRegionIterArgs())) {
+    auto op = r.getDefiningOp<DestinationStyleOpInterface>();
+    if (!op || op.getNumDpsInits() != 1)
+      continue;
+    OpOperand *init = op.getDpsInitOperand(0);
+    if (auto fill = init->get().getDefiningOp<linalg::FillOp>())
+      init = fill.getDpsInitOperand(0);
+    auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
+    if (!empty || !empty->hasOneUse())
+      continue;
+    OpBuilder::InsertionGuard inner(k.b);
+    k.b.setInsertionPoint(init->getOwner());
+    init->set(cast<RankedTensorType>(r.getType()).getRank() == 3
+                  ? block.of(k, out)
+                  : block.rowsOf(k, out));
+    empty->erase();
+  }
   // Collapsed to the slice's shape, [T, dh] or [T], before the terminator.
   for (Value &r : results) {
     auto shape = cast<RankedTensorType>(r.getType()).getShape();

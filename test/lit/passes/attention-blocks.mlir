@@ -8,7 +8,8 @@
 // [128, 32] operands at (g / H * T, g mod H * dh), in place; only kᵀ is
 // copied (one block's, [1, 16, 64]); its [1, 64, 64] scores and
 // probabilities live in the iteration; its output and log-sum-exps are
-// written into their rows and columns of the [128, 32] and [128, 2] results.
+// computed in their rows and columns of the [128, 32] and [128, 2] results
+// (the ops' inits are those slices), so bufferization writes them there.
 // CHECK-LABEL: func.func @attention
 // CHECK-NOT: tensor.expand_shape {{.*}} into tensor<2x64x2x16xf32>
 // CHECK: scf.forall (%[[G:.*]]) in (4) shared_outs(%[[OUT:.*]] = %{{.*}}, %[[LSE:.*]] = %{{.*}})
@@ -21,7 +22,13 @@
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x64xf32>)
 // CHECK: tensor.extract_slice %arg2[%[[ROW]], %[[COL]]] [64, 16] [1, 1]
 // CHECK: linalg.batch_matmul {drc.causal = "output"} {{.*}} -> tensor<1x64x64xf32>
-// CHECK: linalg.batch_matmul {drc.causal = "prefix"} {{.*}} -> tensor<1x64x16xf32>
+// CHECK: %[[LSESLICE:.*]] = tensor.extract_slice %[[LSE]][%[[ROW]], %[[HEAD]]] [64, 1] [1, 1]
+// CHECK: %[[LSEBLOCK:.*]] = tensor.expand_shape %[[LSESLICE]]
+// CHECK: linalg.generic {{.*}} outs(%[[LSEBLOCK]] : tensor<1x64xf32>)
+// CHECK: %[[OUTSLICE:.*]] = tensor.extract_slice %[[OUT]][%[[ROW]], %[[COL]]] [64, 16] [1, 1]
+// CHECK: %[[OUTBLOCK:.*]] = tensor.expand_shape %[[OUTSLICE]]
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[OUTBLOCK]] : tensor<1x64x16xf32>)
+// CHECK: linalg.batch_matmul {drc.causal = "prefix"} {{.*}} outs(%[[ZEROS]] : tensor<1x64x16xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[ROW]], %[[COL]]] [64, 16] [1, 1] : tensor<64x16xf32> into tensor<128x32xf32>
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[LSE]][%[[ROW]], %[[HEAD]]] [64, 1] [1, 1] : tensor<64xf32> into tensor<128x2xf32>
