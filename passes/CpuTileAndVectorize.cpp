@@ -338,6 +338,57 @@ void narrowCausalLoops(RewriterBase &rewriter, StringRef causal,
     bound(kLoop, m0 - kb, /*upper=*/false);
 }
 
+/// The zero fill `op` (a matmul) starts from, when every element of its
+/// result is computed by a register tile over the whole k range: no k
+/// block (which would add to the previous block's sums) and not a causal
+/// "output" product (whose skipped tiles must stay zeros: the softmax's
+/// adjoint multiplies them by zero probabilities, and garbage there could
+/// be a NaN). Null otherwise.
+linalg::FillOp zeroStart(linalg::LinalgOp op, bool kBlocked) {
+  auto causal = op->getAttrOfType<StringAttr>(kCausalAttr);
+  if (kBlocked || (causal && causal.getValue() == "output"))
+    return {};
+  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill->hasOneUse() ||
+      !fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>() ||
+      !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    return {};
+  return fill;
+}
+
+/// Starts each register tile of a matmul from zeros (`zeroStart`): its C
+/// tile is zero-filled just before its k loop, in cache, and the whole C is
+/// no longer filled first, a pass over memory as large as the result
+/// before the product writes it. `kLoop` is the register tile's k loop and
+/// `tile` the tiled op inside it, whose init is a slice of the loop's C.
+/// Returns false, changing nothing, for another loop structure.
+bool startTilesFromZero(RewriterBase &rewriter, linalg::FillOp fill,
+                        scf::ForOp kLoop, Operation *tile) {
+  auto slice = cast<linalg::LinalgOp>(tile)
+                   .getDpsInitOperand(0)
+                   ->get()
+                   .getDefiningOp<tensor::ExtractSliceOp>();
+  if (!kLoop || !slice || kLoop.getNumRegionIterArgs() != 1 ||
+      slice.getSource() != kLoop.getRegionIterArgs()[0])
+    return false;
+  Location loc = kLoop.getLoc();
+  rewriter.setInsertionPoint(kLoop);
+  Value whole = kLoop.getInitArgs()[0];
+  auto outer = tensor::ExtractSliceOp::create(
+      rewriter, loc, slice.getType(), whole, slice.getMixedOffsets(),
+      slice.getMixedSizes(), slice.getMixedStrides());
+  Value zeros = linalg::FillOp::create(rewriter, loc, fill.getInputs()[0],
+                                       outer.getResult())
+                    .getResult(0);
+  Value zeroed = tensor::InsertSliceOp::create(
+      rewriter, loc, zeros, whole, slice.getMixedOffsets(),
+      slice.getMixedSizes(), slice.getMixedStrides());
+  rewriter.modifyOpInPlace(kLoop,
+                           [&] { kLoop.getInitArgsMutable()[0].set(zeroed); });
+  rewriter.replaceOp(fill, fill.getDpsInitOperand(0)->get());
+  return true;
+}
+
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
 /// b, m, n, k): threads over row blocks (or batch entries) unless it already
 /// runs inside a thread-parallel loop (a fused region's tile), a k block for
@@ -408,11 +459,17 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     kBlock = cast<scf::ForOp>(blocked->loops.back().getOperation())
                  .getInductionVar();
   }
+  linalg::FillOp zeros = zeroStart(op, /*kBlocked=*/kBlock != nullptr);
   auto registers =
       tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false,
            batched ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{1, 0, 2});
   if (failed(registers))
     return failure();
+  if (zeros)
+    startTilesFromZero(
+        rewriter, zeros,
+        dyn_cast<scf::ForOp>(registers->loops.back().getOperation()),
+        registers->tiledOps.front());
   if (causal && batched)
     narrowCausalLoops(rewriter, causal.getValue(), registers->loops, kBlock, rm,
                       rn);

@@ -305,3 +305,44 @@ func.func @causal_products(%q: tensor<2x64x16xf32>, %kt: tensor<2x16x64xf32>,
       outs(%o0 : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
   return %s, %o, %d : tensor<2x64x64xf32>, tensor<2x64x16xf32>, tensor<2x64x16xf32>
 }
+
+// A matmul that starts from zeros starts each register tile from zeros:
+// its 8 x 32 C tile is filled just before its k loop, and the whole C is
+// left unfilled (no pass over memory before the product writes it). A
+// causal "output" product keeps its whole zero fill (its skipped tiles are
+// read as zeros later), and so does a product with k blocks (each block
+// adds to the sums of the one before).
+// CHECK-LABEL: func.func @zero_start
+// CHECK: %[[C:.*]] = tensor.empty() : tensor<64x128xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %[[C]])
+// CHECK: scf.for
+// CHECK: linalg.fill ins(%{{.*}}) outs(%{{.*}} : tensor<8x32xf32>)
+// CHECK: scf.for
+// CHECK: vector.contract
+// CHECK: linalg.fill ins(%{{.*}}) outs(%{{.*}} : tensor<2x64x64xf32>)
+// CHECK: vector.contract
+// CHECK: %[[BLOCKED:.*]] = linalg.fill ins(%{{.*}}) outs(%{{.*}} : tensor<64x128xf32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c1024 step %c256 iter_args(%{{.*}} = %[[BLOCKED]])
+// CHECK-NOT: linalg.fill
+// CHECK: return
+func.func @zero_start(%a: tensor<64x64xf32>, %b: tensor<64x128xf32>,
+                      %q: tensor<2x64x16xf32>, %kt: tensor<2x16x64xf32>,
+                      %x: tensor<64x1024xf32>, %w: tensor<1024x128xf32>)
+    -> (tensor<64x128xf32>, tensor<2x64x64xf32>, tensor<64x128xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x128xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x128xf32>)
+      outs(%c : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %e2 = tensor.empty() : tensor<2x64x64xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  %s = linalg.batch_matmul {drc.causal = "output"}
+      ins(%q, %kt : tensor<2x64x16xf32>, tensor<2x16x64xf32>)
+      outs(%s0 : tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  %e3 = tensor.empty() : tensor<64x128xf32>
+  %c3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %long = linalg.matmul ins(%x, %w : tensor<64x1024xf32>, tensor<1024x128xf32>)
+      outs(%c3 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %r, %s, %long : tensor<64x128xf32>, tensor<2x64x64xf32>, tensor<64x128xf32>
+}
