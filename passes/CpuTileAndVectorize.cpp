@@ -434,6 +434,9 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     rewriter.setInsertionPoint(op);
     panels = packColumnPanels(rewriter, op.getLoc(), b, k, n, transposedB, rn);
   }
+  // Decided on `op` itself, which the tilings below replace.
+  int64_t tk = k > 512 ? dividing(k, {256, 128}) : 0;
+  linalg::FillOp zeros = zeroStart(op, /*kBlocked=*/tk != 0);
   Operation *current = op;
   int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
   int64_t tn = n / 8 % rn == 0 ? n / 8 : rn;
@@ -450,7 +453,7 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     current = threads->tiledOps.front();
   }
   Value kBlock;
-  if (int64_t tk = k > 512 ? dividing(k, {256, 128}) : 0) {
+  if (tk) {
     auto blocked =
         tile(rewriter, current, sizes(0, 0, 0, tk), /*forall=*/false);
     if (failed(blocked))
@@ -459,7 +462,6 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     kBlock = cast<scf::ForOp>(blocked->loops.back().getOperation())
                  .getInductionVar();
   }
-  linalg::FillOp zeros = zeroStart(op, /*kBlocked=*/kBlock != nullptr);
   auto registers =
       tile(rewriter, current, sizes(1, rm, rn, 1), /*forall=*/false,
            batched ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{1, 0, 2});
