@@ -25,6 +25,23 @@ void checkSize(const std::vector<double> &tensor, int64_t expected,
          " elements, expected " + std::to_string(expected));
 }
 
+/// The width d of attention's [batch * seqLen, d] rows of `elements`
+/// values, checked: positive shape, whole rows, whole heads.
+int64_t attentionWidth(size_t elements, int64_t batch, int64_t seqLen,
+                       int64_t nHead) {
+  if (batch <= 0 || seqLen <= 0 || nHead <= 0)
+    fail("causalAttention needs positive batch, seqLen and nHead");
+  int64_t n = batch * seqLen;
+  if (elements % n != 0)
+    fail("causalAttention input has " + std::to_string(elements) +
+         " elements, not a multiple of batch*seqLen = " + std::to_string(n));
+  int64_t d = elements / n;
+  if (d % nHead != 0)
+    fail("causalAttention width " + std::to_string(d) +
+         " is not a multiple of nHead " + std::to_string(nHead));
+  return d;
+}
+
 /// y = x · Wᵀ for every row: x is [rows, in], w is [out, in]; returns
 /// [rows, out].
 std::vector<double> linear(const std::vector<double> &x,
@@ -141,16 +158,8 @@ std::vector<double> causalAttentionCore(const std::vector<double> &q,
                                         int64_t batch, int64_t seqLen,
                                         int64_t nHead, const DepthCache *depth,
                                         const std::vector<double> *depthQuery) {
-  if (batch <= 0 || seqLen <= 0 || nHead <= 0)
-    fail("causalAttention needs positive batch, seqLen and nHead");
   int64_t n = batch * seqLen;
-  if (q.size() % n != 0)
-    fail("causalAttention input has " + std::to_string(q.size()) +
-         " elements, not a multiple of batch*seqLen = " + std::to_string(n));
-  int64_t d = q.size() / n;
-  if (d % nHead != 0)
-    fail("causalAttention width " + std::to_string(d) +
-         " is not a multiple of nHead " + std::to_string(nHead));
+  int64_t d = attentionWidth(q.size(), batch, seqLen, nHead);
   if (k.size() != q.size() || v.size() != q.size())
     fail("causalAttention needs q, k and v of one shape");
   int64_t dHead = d / nHead;
@@ -204,16 +213,7 @@ causalAttention(const std::vector<double> &u, const std::vector<double> &wq,
                 const std::vector<double> &wk, const std::vector<double> &wv,
                 const std::vector<double> &wo, int64_t batch, int64_t seqLen,
                 int64_t nHead, double ropeTheta, const DepthCache *depth) {
-  if (batch <= 0 || seqLen <= 0 || nHead <= 0)
-    fail("causalAttention needs positive batch, seqLen and nHead");
-  int64_t n = batch * seqLen;
-  if (u.size() % n != 0)
-    fail("causalAttention input has " + std::to_string(u.size()) +
-         " elements, not a multiple of batch*seqLen = " + std::to_string(n));
-  int64_t d = u.size() / n;
-  if (d % nHead != 0)
-    fail("causalAttention width " + std::to_string(d) +
-         " is not a multiple of nHead " + std::to_string(nHead));
+  int64_t d = attentionWidth(u.size(), batch, seqLen, nHead);
   int64_t dHead = d / nHead;
 
   std::vector<double> q = linear(u, wq, d, d, "wq");
