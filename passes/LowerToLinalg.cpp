@@ -1502,13 +1502,11 @@ SmallVector<Value> attendByHeadBlocks(
         shape.size() == 3 ? ArrayRef<ReassociationIndices>{{0, 1}, {2}}
                           : ArrayRef<ReassociationIndices>{{0, 1}});
   }
-  HeadBlocks::Slice blockSlice = block.blockSlice(k),
-                    lseSlice = block.lseSlice(k);
   k.b.setInsertionPointToStart(forall.getTerminator().getBody());
   for (auto [r, out] : llvm::zip(results, forall.getRegionIterArgs())) {
     auto [offsets, sizes, strides] =
-        cast<RankedTensorType>(r.getType()).getRank() == 2 ? blockSlice
-                                                           : lseSlice;
+        cast<RankedTensorType>(r.getType()).getRank() == 2 ? block.blockSlice(k)
+                                                           : block.lseSlice(k);
     tensor::ParallelInsertSliceOp::create(k.b, k.loc, r, out, offsets, sizes,
                                           strides);
   }
