@@ -144,7 +144,10 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     Matmuls (linalg.matmul, row-major) are split across
     threads along m (scf.forall), blocked along k, and tiled to a register
     tile (4x16 for 16 AVX2 registers, 8x32 for 32 AVX-512 ones) vectorised to vector.contract with the C tile hoisted out
-    of the k loop. Tile sizes are chosen per op to divide its static shape,
+    of the k loop. A matmul from zeros whose register tiles cover its
+    whole result and k range starts each tile from zeros instead of
+    filling the whole result first; causal attention's products visit only
+    the tiles and k terms on or below the diagonal. Tile sizes are chosen per op to divide its static shape,
     so no masking is needed; an op whose shape no tile divides stays scalar
     (correct, slower). A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
