@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -882,6 +883,78 @@ LogicalResult scheduleGeneric(RewriterBase &rewriter, linalg::GenericOp op) {
   return success();
 }
 
+/// Side of the squares a transpose is moved in: 16 f32 lanes, one AVX-512
+/// register per row.
+constexpr int64_t kTransposeSquare = 16;
+
+/// Whether `op` is a copy that swaps its last two axes (attention's kᵀ and,
+/// in the adjoint, vᵀ of one (sequence, head) block, [1, T, dh] ->
+/// [1, dh, T]) inside a thread's loop, both swapped extents multiples of
+/// kTransposeSquare, in 32-bit elements.
+bool isSquaresTranspose(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
+      op.getNumLoops() < 2 || !op->getParentOfType<scf::ForallOp>())
+    return false;
+  Block &body = *op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (&body.front() != yield.getOperation() ||
+      yield.getValues().front() != body.getArgument(0))
+    return false;
+  unsigned rank = op.getNumLoops();
+  SmallVector<unsigned> swapped = llvm::to_vector(llvm::seq(0u, rank));
+  std::swap(swapped[rank - 2], swapped[rank - 1]);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  Type element = getElementTypeOrSelf(op->getResult(0).getType());
+  return maps[0] == AffineMap::getPermutationMap(swapped, op.getContext()) &&
+         maps[1].isIdentity() && !ShapedType::isDynamicShape(ranges) &&
+         ranges[rank - 2] % kTransposeSquare == 0 &&
+         ranges[rank - 1] % kTransposeSquare == 0 &&
+         element.getIntOrFloatBitWidth() == 32;
+}
+
+/// A transpose vectorised like any copy (along the result's rows) gathers
+/// each vector from 16 rows of its source, one element per row: the kᵀ and
+/// vᵀ copies were 16% of the attention adjoint's samples. Moved in
+/// kTransposeSquare squares instead: each square read as 16 contiguous rows,
+/// transposed in registers (vector.transpose lowered to 16 x 16 shuffles)
+/// and written as 16 contiguous rows.
+LogicalResult scheduleTranspose(RewriterBase &rewriter, linalg::GenericOp op) {
+  unsigned rank = op.getNumLoops();
+  SmallVector<int64_t> sizes(rank, 1);
+  sizes[rank - 2] = sizes[rank - 1] = kTransposeSquare;
+  auto tiled = tile(rewriter, op, sizes, /*forall=*/false);
+  if (failed(tiled))
+    return failure();
+  auto square = cast<linalg::GenericOp>(tiled->tiledOps.front());
+  Location loc = square.getLoc();
+  rewriter.setInsertionPoint(square);
+  Type element = getElementTypeOrSelf(square->getResult(0).getType());
+  auto rows = VectorType::get({kTransposeSquare, kTransposeSquare}, element);
+  AffineMap minor =
+      AffineMap::getMinorIdentityMap(rank, 2, rewriter.getContext());
+  SmallVector<Value> origin(rank,
+                            arith::ConstantIndexOp::create(rewriter, loc, 0));
+  SmallVector<bool> inBounds(2, true);
+  Value padding = arith::ConstantOp::create(rewriter, loc, element,
+                                            rewriter.getZeroAttr(element));
+  Value read = vector::TransferReadOp::create(
+      rewriter, loc, rows, square.getDpsInputOperand(0)->get(), origin, padding,
+      minor, inBounds);
+  auto transposed =
+      vector::TransposeOp::create(rewriter, loc, read, ArrayRef<int64_t>{1, 0});
+  auto write = vector::TransferWriteOp::create(
+      rewriter, loc, transposed, square.getDpsInitOperand(0)->get(), origin,
+      minor, inBounds);
+  rewriter.replaceOp(square, write.getResult());
+  RewritePatternSet shuffles(rewriter.getContext());
+  vector::populateVectorTransposeLoweringPatterns(
+      shuffles, vector::VectorTransposeLowering::Shuffle16x16);
+  return applyOpPatternsGreedily(ArrayRef<Operation *>{transposed},
+                                 std::move(shuffles));
+}
+
 /// Lets LLVM vectorise the reductions that stay loops (row sums of norms and
 /// softmaxes, narrow matmuls whose shape no register tile divides): their
 /// float arithmetic may be reassociated and contracted into FMAs. The
@@ -949,6 +1022,16 @@ struct CpuTileAndVectorizePass
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return signalPassFailure();
     }
+    SmallVector<linalg::GenericOp> transposes;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isSquaresTranspose(op))
+        transposes.push_back(op);
+    });
+    for (linalg::GenericOp op : transposes)
+      if (failed(scheduleTranspose(rewriter, op))) {
+        op->emitError("drc-cpu-tile: could not move this transpose in squares");
+        return signalPassFailure();
+      }
     SmallVector<linalg::GenericOp> small;
     getOperation().walk([&](linalg::GenericOp op) {
       if (isSmallElementwise(op))

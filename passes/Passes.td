@@ -147,7 +147,9 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     of the k loop. A matmul from zeros whose register tiles cover its
     whole result and k range starts each tile from zeros instead of
     filling the whole result first; causal attention's products visit only
-    the tiles and k terms on or below the diagonal. Tile sizes are chosen per op to divide its static shape,
+    the tiles and k terms on or below the diagonal. A copy inside a
+    thread's loop that swaps its last two axes (attention's kᵀ, vᵀ of a
+    block) moves in 16x16 squares transposed by register shuffles. Tile sizes are chosen per op to divide its static shape,
     so no masking is needed; an op whose shape no tile divides stays scalar
     (correct, slower). A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient

@@ -346,3 +346,57 @@ func.func @zero_start(%a: tensor<64x64xf32>, %b: tensor<64x128xf32>,
       outs(%c3 : tensor<64x128xf32>) -> tensor<64x128xf32>
   return %r, %s, %long : tensor<64x128xf32>, tensor<2x64x64xf32>, tensor<64x128xf32>
 }
+
+// A copy that swaps the last two axes inside a thread's loop (attention's
+// kᵀ of one block, [1, 64, 32] -> [1, 32, 64]) moves in 16 x 16 squares:
+// each read as 16 contiguous rows, transposed by shuffles in registers,
+// written as 16 contiguous rows (vectorised like a copy, each vector would
+// gather 16 elements a source row apart). One whose swapped extents 16
+// does not divide stays a generic.
+// CHECK-LABEL: func.func @transpose_squares
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
+// CHECK: vector.transfer_read %{{.*}} : tensor<1x16x16xf32>, vector<16x16xf32>
+// CHECK-COUNT-64: vector.shuffle
+// CHECK-NOT: vector.shuffle
+// CHECK: vector.transfer_write %{{.*}} : vector<16x16xf32>, tensor<1x16x16xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}} : tensor<1x8x64xf32>)
+func.func @transpose_squares(%k: tensor<2x64x32xf32>, %small: tensor<2x64x8xf32>)
+    -> (tensor<2x32x64xf32>, tensor<2x8x64xf32>) {
+  %e = tensor.empty() : tensor<2x32x64xf32>
+  %e8 = tensor.empty() : tensor<2x8x64xf32>
+  %r:2 = scf.forall (%g) in (2) shared_outs(%o = %e, %o8 = %e8)
+      -> (tensor<2x32x64xf32>, tensor<2x8x64xf32>) {
+    %kg = tensor.extract_slice %k[%g, 0, 0] [1, 64, 32] [1, 1, 1]
+        : tensor<2x64x32xf32> to tensor<1x64x32xf32>
+    %t0 = tensor.empty() : tensor<1x32x64xf32>
+    %t = linalg.generic {
+        indexing_maps = [affine_map<(b, i, s) -> (b, s, i)>,
+                         affine_map<(b, i, s) -> (b, i, s)>],
+        iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%kg : tensor<1x64x32xf32>) outs(%t0 : tensor<1x32x64xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      linalg.yield %x : f32
+    } -> tensor<1x32x64xf32>
+    %sg = tensor.extract_slice %small[%g, 0, 0] [1, 64, 8] [1, 1, 1]
+        : tensor<2x64x8xf32> to tensor<1x64x8xf32>
+    %u0 = tensor.empty() : tensor<1x8x64xf32>
+    %u = linalg.generic {
+        indexing_maps = [affine_map<(b, i, s) -> (b, s, i)>,
+                         affine_map<(b, i, s) -> (b, i, s)>],
+        iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%sg : tensor<1x64x8xf32>) outs(%u0 : tensor<1x8x64xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      linalg.yield %x : f32
+    } -> tensor<1x8x64xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %t into %o[%g, 0, 0] [1, 32, 64] [1, 1, 1]
+          : tensor<1x32x64xf32> into tensor<2x32x64xf32>
+      tensor.parallel_insert_slice %u into %o8[%g, 0, 0] [1, 8, 64] [1, 1, 1]
+          : tensor<1x8x64xf32> into tensor<2x8x64xf32>
+    }
+  }
+  return %r#0, %r#1 : tensor<2x32x64xf32>, tensor<2x8x64xf32>
+}
