@@ -883,6 +883,86 @@ LogicalResult scheduleGeneric(RewriterBase &rewriter, linalg::GenericOp op) {
   return success();
 }
 
+/// Rows per tile of a causal "rows" kernel (narrowCausalRows): a multiple of
+/// every register tile's rows, so the causal products' readers, which
+/// visit k up to a row tile's last row ("prefix") or from its first
+/// ("suffix"), read only entries the kernel wrote.
+constexpr int64_t kCausalRowTile = 16;
+
+/// Whether `op` is a kernel of causal attention's softmax or its adjoint
+/// over one block's scores (drc.causal = "rows", loops g, t, s over
+/// [G, T, T]) inside a thread's loop, T a multiple of kCausalRowTile.
+bool isCausalRows(linalg::GenericOp op) {
+  auto causal = op->getAttrOfType<StringAttr>(kCausalAttr);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return causal && causal.getValue() == "rows" && op.hasPureTensorSemantics() &&
+         op->getParentOfType<scf::ForallOp>() && ranges.size() == 3 &&
+         !ShapedType::isDynamicShape(ranges) && ranges[1] == ranges[2] &&
+         ranges[1] % kCausalRowTile == 0;
+}
+
+/// Only a causal "rows" kernel's entries s <= t are read afterwards or
+/// change its results (drc-lower-to-linalg's causalRows): masked entries
+/// enter its max and sums as -inf and 0, and its probabilities' and dS's
+/// readers skip them. Tiled to kCausalRowTile rows, each tile visits only
+/// the columns up to its last row, its operands and results over those
+/// columns sliced from the tile's: about half of the [T, T] passes go, and
+/// entries past a tile's columns stay unwritten.
+LogicalResult narrowCausalRows(RewriterBase &rewriter, linalg::GenericOp op) {
+  auto tiled = tile(rewriter, op, {1, kCausalRowTile, 0}, /*forall=*/false);
+  if (failed(tiled))
+    return failure();
+  auto rows = cast<linalg::GenericOp>(tiled->tiledOps.front());
+  auto rowLoop = cast<scf::ForOp>(tiled->loops.back().getOperation());
+  Location loc = rows.getLoc();
+  rewriter.setInsertionPoint(rows);
+  AffineExpr r0 = getAffineDimExpr(0, rewriter.getContext());
+  OpFoldResult columns = affine::makeComposedFoldedAffineApply(
+      rewriter, loc, r0 + kCausalRowTile, {rowLoop.getInductionVar()});
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  // An operand indexed by s: its tile's first `columns` columns.
+  auto narrowed = [&](OpOperand &operand) -> Value {
+    Value v = operand.get();
+    if (!rows.getMatchingIndexingMap(&operand).isFunctionOfDim(2))
+      return v;
+    auto shape = cast<RankedTensorType>(v.getType()).getShape();
+    return tensor::ExtractSliceOp::create(rewriter, loc, v, {zero, zero, zero},
+                                          {rewriter.getIndexAttr(shape[0]),
+                                           rewriter.getIndexAttr(shape[1]),
+                                           columns},
+                                          {one, one, one});
+  };
+  SmallVector<Value> inputs, inits;
+  for (OpOperand *operand : rows.getDpsInputOperands())
+    inputs.push_back(narrowed(*operand));
+  for (OpOperand &operand : rows.getDpsInitsMutable())
+    inits.push_back(narrowed(operand));
+  auto narrow = linalg::GenericOp::create(
+      rewriter, loc, TypeRange(ValueRange(inits)), inputs, inits,
+      rows.getIndexingMapsArray(), rows.getIteratorTypesArray(),
+      /*bodyBuild=*/nullptr);
+  rewriter.inlineRegionBefore(rows.getRegion(), narrow.getRegion(),
+                              narrow.getRegion().end());
+  // Results over s go back into the tile's; row reductions are whole.
+  SmallVector<Value> results;
+  for (auto [operand, result] :
+       llvm::zip(rows.getDpsInitsMutable(), narrow.getResults())) {
+    Value init = operand.get();
+    if (result.getType() == init.getType()) {
+      results.push_back(result);
+      continue;
+    }
+    auto shape = cast<RankedTensorType>(init.getType()).getShape();
+    results.push_back(tensor::InsertSliceOp::create(
+        rewriter, loc, result, init, {zero, zero, zero},
+        {rewriter.getIndexAttr(shape[0]), rewriter.getIndexAttr(shape[1]),
+         columns},
+        {one, one, one}));
+  }
+  rewriter.replaceOp(rows, results);
+  return success();
+}
+
 /// Side of the squares a transpose is moved in: 16 f32 lanes, one AVX-512
 /// register per row.
 constexpr int64_t kTransposeSquare = 16;
@@ -1022,6 +1102,16 @@ struct CpuTileAndVectorizePass
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return signalPassFailure();
     }
+    SmallVector<linalg::GenericOp> causalRows;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isCausalRows(op))
+        causalRows.push_back(op);
+    });
+    for (linalg::GenericOp op : causalRows)
+      if (failed(narrowCausalRows(rewriter, op))) {
+        op->emitError("drc-cpu-tile: could not narrow this causal kernel");
+        return signalPassFailure();
+      }
     SmallVector<linalg::GenericOp> transposes;
     getOperation().walk([&](linalg::GenericOp op) {
       if (isSquaresTranspose(op))

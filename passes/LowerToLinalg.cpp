@@ -1276,17 +1276,28 @@ Value batchMatmul(KernelBuilder &k, Value a, Value b, StringRef causal,
   return op.getResult(0);
 }
 
+/// Marks `v`'s kernel, over a block's [G, T, T] scores (loops g, t, s), as
+/// causal "rows": only entries s <= t are read afterwards or change its
+/// results (masked ones enter its reductions as their identities and its
+/// products' readers skip them), so drc-cpu-tile may visit, per tile of
+/// rows, only the columns up to its last row.
+Value causalRows(KernelBuilder &k, Value v) {
+  v.getDefiningOp()->setAttr(kCausalAttr, k.b.getStringAttr("rows"));
+  return v;
+}
+
 /// P[g,t,s] = exp(scale S[g,t,s] - lse[g,t]) for s <= t, else 0.
 Value attentionProbs(KernelBuilder &k, Value scores, Value lse, double scale) {
   auto shape = cast<RankedTensorType>(scores.getType()).getShape();
-  return k.generic1(
-      {scores, lse}, k.empty(shape),
-      {k.map(3, {0, 1, 2}), k.map(3, {0, 1}), k.map(3, {0, 1, 2})},
-      {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
-        Value keep = s.indexLE(s.index(2), s.index(1));
-        Value p = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
-        k.yield(s, s.select(keep, p, s.c(0.0)));
-      });
+  return causalRows(
+      k,
+      k.generic1({scores, lse}, k.empty(shape),
+                 {k.map(3, {0, 1, 2}), k.map(3, {0, 1}), k.map(3, {0, 1, 2})},
+                 {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
+                   Value keep = s.indexLE(s.index(2), s.index(1));
+                   Value p = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
+                   k.yield(s, s.select(keep, p, s.c(0.0)));
+                 }));
 }
 
 /// lse [G, T] <-> [N, H] (token-major, as the op's result): a swap of the
@@ -1321,19 +1332,21 @@ std::pair<Value, Value> attendBlocks(KernelBuilder &k, Value q, Value kT,
   // Masked entries enter the max as -inf and the sum as 0, so each row is a
   // plain reduction that LLVM vectorises (a select around the accumulator
   // would keep it scalar).
-  Value mx =
-      k.generic1(scores, k.filled({blocks, seqLen}, -INFINITY), {all, row}, red,
-                 [&](Scalar &s, ValueRange a) {
-                   Value keep = s.indexLE(s.index(2), s.index(1));
-                   Value v = s.mul(a[0], s.c(scale));
-                   k.yield(s, s.max(a[1], s.select(keep, v, s.c(-INFINITY))));
-                 });
-  Value se = k.generic1({scores, mx}, k.filled({blocks, seqLen}, 0.0),
-                        {all, row, row}, red, [&](Scalar &s, ValueRange a) {
-                          Value keep = s.indexLE(s.index(2), s.index(1));
-                          Value e = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
-                          k.yield(s, s.add(a[2], s.select(keep, e, s.c(0.0))));
-                        });
+  Value mx = causalRows(
+      k, k.generic1(scores, k.filled({blocks, seqLen}, -INFINITY), {all, row},
+                    red, [&](Scalar &s, ValueRange a) {
+                      Value keep = s.indexLE(s.index(2), s.index(1));
+                      Value v = s.mul(a[0], s.c(scale));
+                      k.yield(s,
+                              s.max(a[1], s.select(keep, v, s.c(-INFINITY))));
+                    }));
+  Value se = causalRows(
+      k, k.generic1({scores, mx}, k.filled({blocks, seqLen}, 0.0),
+                    {all, row, row}, red, [&](Scalar &s, ValueRange a) {
+                      Value keep = s.indexLE(s.index(2), s.index(1));
+                      Value e = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
+                      k.yield(s, s.add(a[2], s.select(keep, e, s.c(0.0))));
+                    }));
   AffineMap id2 = k.map(2, {0, 1});
   Value lse = k.generic1(
       {mx, se}, k.empty({blocks, seqLen}), {id2, id2, id2}, {kPar, kPar},
@@ -1374,11 +1387,13 @@ SmallVector<Value> attendBlocksGrad(KernelBuilder &k, Value q, Value kk,
   }
   // dS = scale P (dP - D), scaled here once for both dQ and dK.
   AffineMap all = k.map(3, {0, 1, 2}), row = k.map(3, {0, 1});
-  Value ds = k.generic1(
-      {probs, dp, dsum}, k.empty({blocks, seqLen, seqLen}),
-      {all, all, row, all}, {kPar, kPar, kPar}, [&](Scalar &s, ValueRange a) {
-        k.yield(s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
-      });
+  Value ds = causalRows(
+      k, k.generic1({probs, dp, dsum}, k.empty({blocks, seqLen, seqLen}),
+                    {all, all, row, all}, {kPar, kPar, kPar},
+                    [&](Scalar &s, ValueRange a) {
+                      k.yield(
+                          s, s.mul(s.mul(a[0], s.sub(a[1], a[2])), s.c(scale)));
+                    }));
   Value dq = batchMatmul(k, ds, kk, "prefix");
   Value dk = batchMatmul(k, ds, q, "suffix", /*transposeA=*/true);
   return {dq, dk, dv};

@@ -147,7 +147,9 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     of the k loop. A matmul from zeros whose register tiles cover its
     whole result and k range starts each tile from zeros instead of
     filling the whole result first; causal attention's products visit only
-    the tiles and k terms on or below the diagonal. A copy inside a
+    the tiles and k terms on or below the diagonal, and the kernels of its
+    softmax and adjoint over a block's scores (drc.causal = "rows") run per
+    16 rows over the columns up to the tile's last row. A copy inside a
     thread's loop that swaps its last two axes (attention's kᵀ, vᵀ of a
     block) moves in 16x16 squares transposed by register shuffles. Tile sizes are chosen per op to divide its static shape,
     so no masking is needed; an op whose shape no tile divides stays scalar

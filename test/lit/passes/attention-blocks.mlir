@@ -42,12 +42,21 @@
 
 // Inside a block the products keep their causal register-tile bounds: the
 // scores' column loop ends at the row tile's diagonal, P V's k loop too.
+// The softmax's kernels over the [1, 64, 64] scores (drc.causal = "rows":
+// its max, its sum and the probabilities) run per 16 rows over the
+// columns up to the tile's last row only; the probabilities are written
+// into those columns of the tile's rows.
 // TILE-LABEL: func.func @attention
 // TILE: scf.forall
 // TILE-NOT: scf.forall
 // TILE: arith.minsi
 // TILE: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // TILE: vector.contract
+// TILE-COUNT-2: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x16x?xf32>{{.*}} outs(%{{.*}} : tensor<1x16xf32>)
+// TILE: %[[COLUMNS:.*]] = affine.apply #{{.*}}(%{{[a-z0-9_]+}}){{$}}
+// TILE: tensor.extract_slice %{{.*}}[0, 0, 0] [1, 16, %[[COLUMNS]]]
+// TILE: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x?xf32>)
+// TILE: tensor.insert_slice %{{.*}} [1, 16, %[[COLUMNS]]]
 // TILE: arith.minsi
 // TILE: vector.contract
 func.func @attention(%q: tensor<128x32xf32>, %k: tensor<128x32xf32>, %v: tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<128x2xf32>) {
@@ -65,6 +74,10 @@ func.func @attention(%q: tensor<128x32xf32>, %k: tensor<128x32xf32>, %v: tensor<
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DQ]][%[[ROW]], %[[COL:.*]]] [64, 16]
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DK]][%[[ROW]], %[[COL]]] [64, 16]
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DV]][%[[ROW]], %[[COL]]] [64, 16]
+// Its recomputed probabilities and dS per 16 rows, over the columns up to
+// each tile's last row.
+// TILE-LABEL: func.func @attention_grad
+// TILE-COUNT-2: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x?xf32>)
 // BATCHED-LABEL: func.func @attention_grad
 // BATCHED-NOT: scf.forall
 // BATCHED-COUNT-5: linalg.batch_matmul {{.*}} -> tensor<4x64x
