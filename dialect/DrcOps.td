@@ -562,10 +562,33 @@ def Drc_RMSNormGradOp : Drc_Op<"rms_norm_grad", [Pure]> {
 
 def Drc_NormedLinearWeightGradOp : Drc_Op<"normed_linear_weight_grad", [Pure]> {
   let summary = "weight adjoint of normed_linear: sum over rows of dy^T rms_norm(x)";
+  let description = [{
+    With `prescaled`, result_grad is already dy / rms(x) row by row
+    (drc.scale_by_inv_rms), and the op is the sum over rows of its
+    transpose times x.
+  }];
   let arguments = (ins Drc_FloatTensor:$input, Drc_FloatTensor:$result_grad,
-                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps,
+                       UnitAttr:$prescaled);
   let results = (outs Drc_FloatTensor:$weight_grad);
   let assemblyFormat = "$input `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Drc_ScaleByInvRMSOp : Drc_Op<"scale_by_inv_rms", [Pure]> {
+  let summary = "each row of dy divided by rms of the same row of x";
+  let description = [{
+    result = dy / sqrt(mean(x^2) + eps), the mean over x's last axis, row
+    by row: dy [..., out] and x [..., in] have the same leading shape. The
+    per-token factor of a normed linear's weight adjoint
+    (normed_linear_weight_grad `prescaled` then sums result^T x over the
+    rows), split off by drc-fuse-token-local so that the region that makes
+    dy, which reads x's rows anyway, computes it.
+  }];
+  let arguments = (ins Drc_FloatTensor:$result_grad, Drc_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$result_grad `by` $input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Drc_RMSNormGainGradOp : Drc_Op<"rms_norm_gain_grad", [Pure]> {

@@ -294,6 +294,18 @@ LogicalResult MatmulOp::verify() {
   return success();
 }
 
+LogicalResult ScaleByInvRMSOp::verify() {
+  auto grad = ranked(getResultGrad()), input = ranked(getInput());
+  if (getResult().getType() != grad)
+    return emitOpError() << "result " << getResult().getType()
+                         << " must have the type of the scaled rows " << grad;
+  if (grad.getRank() != input.getRank() ||
+      grad.getShape().drop_back() != input.getShape().drop_back())
+    return emitOpError() << "scales the rows of " << grad << " by those of "
+                         << input << ": their leading shapes must agree";
+  return success();
+}
+
 LogicalResult NormedLinearOp::verify() {
   if (getWeights().empty() || getWeights().size() != getResults().size())
     return emitOpError() << "needs one result per weight, and at least one "

@@ -86,8 +86,8 @@ NormedLinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
       continue;
     Value d = MatmulOp::create(b, getLoc(), x.getType(), dy, w);
     dNormed = dNormed ? AddOp::create(b, getLoc(), dNormed, d).getResult() : d;
-    weightGrads[i] = NormedLinearWeightGradOp::create(b, getLoc(), w.getType(),
-                                                      x, dy, getEpsAttr());
+    weightGrads[i] = NormedLinearWeightGradOp::create(
+        b, getLoc(), w.getType(), x, dy, getEpsAttr(), /*prescaled=*/nullptr);
   }
   operandGrads.push_back(
       dNormed ? RMSNormGradOp::create(b, getLoc(), x.getType(), x, Value(),

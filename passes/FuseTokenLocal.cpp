@@ -82,6 +82,46 @@ bool partialSumsPay(Operation *sum, const TokenAnalysis &a, int64_t tile) {
   return partials * kPartialsPerSummedElement <= largest;
 }
 
+/// A normed linear's weight gradient whose per-tile partial sums would not
+/// pay (mHC's φ^pre, φ^post, φ^res: [n² + 2n, nC] per state; with tiles of
+/// `tileTokens`, the pass option, or at most those of a region reading its
+/// widest operand) stays a sum over all tokens after the region that makes its
+/// dy, and read x's rows twice there: for their norms, then in the product.
+/// Its per-token factor dy / rms(x) becomes a drc.scale_by_inv_rms beside
+/// dy, which joins dy's region (that reads or recomputes x's rows and their
+/// norms anyway), and the sum reads it `prescaled`: x is read once after
+/// the region, by the product.
+void prescaleWeightGrads(func::FuncOp fn, const TokenAnalysis &a,
+                         int64_t tileTokens) {
+  SmallVector<NormedLinearWeightGradOp> wide;
+  for (auto op : fn.getBody().front().getOps<NormedLinearWeightGradOp>()) {
+    if (op.getPrescaled() || !isTokenSum(op, a))
+      continue;
+    int64_t widest = std::max(a.bytesPerToken(op.getInput()),
+                              a.bytesPerToken(op.getResultGrad()));
+    if (!partialSumsPay(op, a, tileTokens ? tileTokens : pickTile(widest, a)))
+      wide.push_back(op);
+  }
+  OpBuilder builder(fn.getContext());
+  for (NormedLinearWeightGradOp op : wide) {
+    Value dy = op.getResultGrad(), x = op.getInput();
+    // Right after the later of the two definitions (before the op when
+    // both are arguments).
+    builder.setInsertionPoint(op);
+    Operation *after = nullptr;
+    for (Value v : {dy, x})
+      if (Operation *def = v.getDefiningOp();
+          def && (!after || after->isBeforeInBlock(def)))
+        after = def;
+    if (after)
+      builder.setInsertionPointAfter(after);
+    auto scaled = ScaleByInvRMSOp::create(builder, op.getLoc(), dy.getType(),
+                                          dy, x, op.getEpsAttr());
+    op.getResultGradMutable().assign(scaled);
+    op.setPrescaled(true);
+  }
+}
+
 /// Sums over the tokens (parameter gradients: drc.sum_leading over tokens, a
 /// normed linear's weight gradient) that region `ops` can compute tile by
 /// tile, as partial sums added after it: each sums a per-token value the
@@ -656,6 +696,8 @@ struct FuseTokenLocalPass
              << " does not divide the " << a.tokens
              << " tokens of this function";
     sumContributionsEarly(fn, a);
+    a = analyseTokens(fn);
+    prescaleWeightGrads(fn, a, tileTokens);
     a = analyseTokens(fn);
     if (recompute) {
       sinkIntoReaders(fn, a);

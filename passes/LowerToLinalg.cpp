@@ -447,11 +447,13 @@ SmallVector<Value> lowerNormedLinear(KernelBuilder &k, NormedLinearOp op) {
 }
 
 /// sum over rows of (dy / rms(x))^T x -> [dy's width, x's width]: the small
-/// dy scaled, then one matmul over all rows (threaded like any parameter
-/// gradient).
-Value normedLinearWeightGrad(KernelBuilder &k, Value x, Value dy, double eps) {
+/// dy scaled (unless `prescaled`: already dy / rms(x)), then one matmul over
+/// all rows (threaded like any parameter gradient).
+Value normedLinearWeightGrad(KernelBuilder &k, Value x, Value dy, double eps,
+                             bool prescaled) {
   int64_t width = cast<RankedTensorType>(x.getType()).getShape().back();
-  Value scaled = scaleByInvRms(k, dy, k.rowSumSquares(x), width, eps);
+  Value scaled =
+      prescaled ? dy : scaleByInvRms(k, dy, k.rowSumSquares(x), width, eps);
   return matmul(
       k, scaled, x, true, false,
       k.tensor(
@@ -461,7 +463,15 @@ Value normedLinearWeightGrad(KernelBuilder &k, Value x, Value dy, double eps) {
 Value lowerNormedLinearWeightGrad(KernelBuilder &k,
                                   NormedLinearWeightGradOp op) {
   return normedLinearWeightGrad(k, op.getInput(), op.getResultGrad(),
-                                op.getEps().convertToDouble());
+                                op.getEps().convertToDouble(),
+                                op.getPrescaled());
+}
+
+Value lowerScaleByInvRMS(KernelBuilder &k, ScaleByInvRMSOp op) {
+  Value x = op.getInput();
+  return scaleByInvRms(k, op.getResultGrad(), k.rowSumSquares(x),
+                       cast<RankedTensorType>(x.getType()).getShape().back(),
+                       op.getEps().convertToDouble());
 }
 
 /// The weight gradients of the normed linears of one input x (HC's three
@@ -478,7 +488,10 @@ void mergeWeightGrads(func::FuncOp func, IRRewriter &rewriter) {
                     SmallVector<NormedLinearWeightGradOp>>
         byInput;
     for (auto op : block->getOps<NormedLinearWeightGradOp>())
-      byInput[{op.getInput(), op.getEpsAttr()}].push_back(op);
+      byInput[{op.getInput(), op.getPrescaled()
+                                  ? Attribute(UnitAttr::get(op.getContext()))
+                                  : op.getEpsAttr()}]
+          .push_back(op);
     for (auto &[key, ops] : byInput) {
       Operation *last = ops.back();
       llvm::erase_if(ops, [&](NormedLinearWeightGradOp op) {
@@ -504,7 +517,7 @@ void mergeWeightGrads(func::FuncOp func, IRRewriter &rewriter) {
         cast<RankedTensorType>(grads.front().getType()).getRank() - 1;
     Value all = normedLinearWeightGrad(
         k, last.getInput(), stackAlong(rewriter, k.loc, grads, lastDim, starts),
-        last.getEps().convertToDouble());
+        last.getEps().convertToDouble(), last.getPrescaled());
     for (auto [op, start] : llvm::zip(ops, starts)) {
       auto type = cast<RankedTensorType>(op->getResult(0).getType());
       rewriter.replaceOp(op, sliceAlong(rewriter, k.loc, all, type, 0, start));
@@ -1739,6 +1752,7 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
           [&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })
       .Case([&](MatmulOp o) { results = {lowerMatmul(k, o)}; })
       .Case([&](NormedLinearOp o) { results = lowerNormedLinear(k, o); })
+      .Case([&](ScaleByInvRMSOp o) { results = {lowerScaleByInvRMS(k, o)}; })
       .Case([&](NormedLinearWeightGradOp o) {
         results = {lowerNormedLinearWeightGrad(k, o)};
       })

@@ -338,3 +338,11 @@ func.func @f(%x: tensor<8x4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @f(%dy: tensor<8x4xf32>, %x: tensor<6x64xf32>) {
+  // expected-error @+1 {{scales the rows of 'tensor<8x4xf32>' by those of 'tensor<6x64xf32>': their leading shapes must agree}}
+  %0 = drc.scale_by_inv_rms %dy by %x : (tensor<8x4xf32>, tensor<6x64xf32>) -> tensor<8x4xf32>
+  return
+}

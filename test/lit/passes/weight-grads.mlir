@@ -36,3 +36,22 @@ func.func @read_early(%x: tensor<64x4x256xf32>, %a: tensor<64x4x1xf32>,
   %gb = drc.normed_linear_weight_grad %x grad %b : (tensor<64x4x256xf32>, tensor<64x4x4xf32>) -> tensor<4x256xf32>
   return %twice, %gb : tensor<1x256xf32>, tensor<4x256xf32>
 }
+
+// Prescaled gradients (dy / rms(x) already, drc.scale_by_inv_rms in the
+// region that made them) are stacked into one matmul too, without x's row
+// norms; drc.scale_by_inv_rms divides each row by rms of x's row.
+// CHECK-LABEL: func.func @prescaled
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%arg2 : tensor<64x1024xf32>)
+// CHECK: %[[DY:.*]] = linalg.generic {{.*}} ins(%arg3, %[[S]] : tensor<64x4xf32>, tensor<64xf32>)
+// CHECK: math.rsqrt
+// CHECK-NOT: ins(%arg0 : tensor<64x1024xf32>)
+// CHECK: tensor.insert_slice %arg1 into %{{.*}}[0, 0] [64, 16] [1, 1] : tensor<64x16xf32> into tensor<64x20xf32>
+// CHECK: linalg.matmul {{.*}} ins(%{{.*}}, %arg0 : tensor<64x20xf32>, tensor<64x1024xf32>) outs(%{{.*}} : tensor<20x1024xf32>)
+func.func @prescaled(%x: tensor<64x1024xf32>, %a: tensor<64x16xf32>,
+                     %x2: tensor<64x1024xf32>, %dy: tensor<64x4xf32>)
+    -> (tensor<16x1024xf32>, tensor<4x1024xf32>) {
+  %b = drc.scale_by_inv_rms %dy by %x2 : (tensor<64x4xf32>, tensor<64x1024xf32>) -> tensor<64x4xf32>
+  %ga = drc.normed_linear_weight_grad %x grad %a {prescaled} : (tensor<64x1024xf32>, tensor<64x16xf32>) -> tensor<16x1024xf32>
+  %gb = drc.normed_linear_weight_grad %x grad %b {prescaled} : (tensor<64x1024xf32>, tensor<64x4xf32>) -> tensor<4x1024xf32>
+  return %ga, %gb : tensor<16x1024xf32>, tensor<4x1024xf32>
+}
