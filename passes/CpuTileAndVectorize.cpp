@@ -1072,6 +1072,24 @@ void hoistAccumulators(RewriterBase &rewriter, Operation *root) {
 struct CpuTileAndVectorizePass
     : mlir::drc::impl::CpuTileAndVectorizeBase<CpuTileAndVectorizePass> {
   using CpuTileAndVectorizeBase::CpuTileAndVectorizeBase;
+
+  /// Runs `schedule` on every generic that `matches`, found before any is
+  /// rewritten; on a failure, reports `failure` at that op.
+  LogicalResult scheduleEach(
+      RewriterBase &rewriter, function_ref<bool(linalg::GenericOp)> matches,
+      function_ref<LogicalResult(RewriterBase &, linalg::GenericOp)> schedule,
+      StringRef failure) {
+    SmallVector<linalg::GenericOp> ops;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (matches(op))
+        ops.push_back(op);
+    });
+    for (linalg::GenericOp op : ops)
+      if (::mlir::failed(schedule(rewriter, op)))
+        return op->emitError("drc-cpu-tile: ") << failure;
+    return success();
+  }
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     mergeProjections(rewriter, getOperation());
@@ -1102,26 +1120,11 @@ struct CpuTileAndVectorizePass
       if (failed(linalg::generalizeNamedOp(rewriter, op)))
         return signalPassFailure();
     }
-    SmallVector<linalg::GenericOp> causalRows;
-    getOperation().walk([&](linalg::GenericOp op) {
-      if (isCausalRows(op))
-        causalRows.push_back(op);
-    });
-    for (linalg::GenericOp op : causalRows)
-      if (failed(narrowCausalRows(rewriter, op))) {
-        op->emitError("drc-cpu-tile: could not narrow this causal kernel");
-        return signalPassFailure();
-      }
-    SmallVector<linalg::GenericOp> transposes;
-    getOperation().walk([&](linalg::GenericOp op) {
-      if (isSquaresTranspose(op))
-        transposes.push_back(op);
-    });
-    for (linalg::GenericOp op : transposes)
-      if (failed(scheduleTranspose(rewriter, op))) {
-        op->emitError("drc-cpu-tile: could not move this transpose in squares");
-        return signalPassFailure();
-      }
+    if (failed(scheduleEach(rewriter, isCausalRows, narrowCausalRows,
+                            "could not narrow this causal kernel")) ||
+        failed(scheduleEach(rewriter, isSquaresTranspose, scheduleTranspose,
+                            "could not move this transpose in squares")))
+      return signalPassFailure();
     SmallVector<linalg::GenericOp> small;
     getOperation().walk([&](linalg::GenericOp op) {
       if (isSmallElementwise(op))
