@@ -1180,36 +1180,39 @@ Value lowerRope(KernelBuilder &k, RopeOp op) {
         }
         k.yield(s, {c, sn});
       });
-  Value x = op.getInput();
+  // x [N, D] as [N, H, 2, half]: the pair (i, i + half) of head h is
+  // (x[n, h, 0, i], x[n, h, 1, i]), so the innermost loop walks a half
+  // contiguously and the partner half, cos and sin are contiguous loads
+  // too (indexed by the whole column, the partner was a gather).
+  int64_t tokens = type.getDimSize(0), nHead = op.getNHead();
+  SmallVector<ReassociationIndices> split{{0}, {1, 2, 3}};
+  Value x = tensor::ExpandShapeOp::create(
+      k.b, k.loc, k.tensor({tokens, nHead, 2, half}), op.getInput(), split);
   Value cosT = cs[0], sinT = cs[1];
-  return k.generic1(
-      x, k.empty(type.getShape()), {k.map(2, {0, 1}), k.map(2, {0, 1})},
-      {kPar, kPar}, [&](Scalar &s, ValueRange a) {
+  AffineMap id = k.map(4, {0, 1, 2, 3});
+  Value rotated = k.generic1(
+      x, k.empty({tokens, nHead, 2, half}), {id, id}, {kPar, kPar, kPar, kPar},
+      [&](Scalar &s, ValueRange a) {
         OpBuilder &b = s.b;
         Location l = s.loc;
         auto ci = [&](int64_t v) {
           return arith::ConstantIndexOp::create(b, l, v).getResult();
         };
-        Value n = s.index(0), col = s.index(1);
+        Value n = s.index(0), head = s.index(1), j = s.index(2), i = s.index(3);
         Value t = arith::RemUIOp::create(b, l, n, ci(seqLen));
-        Value within = arith::RemUIOp::create(b, l, col, ci(headDim));
-        Value low = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                          within, ci(half));
-        Value i = arith::SelectOp::create(
-            b, l, low, within, arith::SubIOp::create(b, l, within, ci(half)));
-        Value partnerCol = arith::SelectOp::create(
-            b, l, low, arith::AddIOp::create(b, l, col, ci(half)),
-            arith::SubIOp::create(b, l, col, ci(half)));
-        Value partner =
-            tensor::ExtractOp::create(b, l, x, ValueRange{n, partnerCol});
+        Value low =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, j, ci(0));
+        Value partner = tensor::ExtractOp::create(
+            b, l, x,
+            ValueRange{n, head, arith::SubIOp::create(b, l, ci(1), j), i});
         Value c = tensor::ExtractOp::create(b, l, cosT, ValueRange{t, i});
         Value sn = tensor::ExtractOp::create(b, l, sinT, ValueRange{t, i});
         // low half: x c - p s; high half: x c + p s.
         Value ps = s.mul(partner, sn);
-        Value rotated =
-            s.select(low, s.sub(s.mul(a[0], c), ps), s.add(s.mul(a[0], c), ps));
-        k.yield(s, rotated);
+        k.yield(s, s.select(low, s.sub(s.mul(a[0], c), ps),
+                            s.add(s.mul(a[0], c), ps)));
       });
+  return tensor::CollapseShapeOp::create(k.b, k.loc, type, rotated, split);
 }
 
 /// Attention works per (sequence, head) block [T, dh] of its [N, D]
