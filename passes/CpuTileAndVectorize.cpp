@@ -920,17 +920,20 @@ LogicalResult narrowCausalRows(RewriterBase &rewriter, linalg::GenericOp op) {
   OpFoldResult columns = affine::makeComposedFoldedAffineApply(
       rewriter, loc, r0 + kCausalRowTile, {rowLoop.getInductionVar()});
   OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  SmallVector<OpFoldResult> offsets(3, zero), strides(3, one);
+  // The sizes of a tile operand's first `columns` columns.
+  auto narrowSizes = [&](Value v) -> SmallVector<OpFoldResult> {
+    auto shape = cast<RankedTensorType>(v.getType()).getShape();
+    return {rewriter.getIndexAttr(shape[0]), rewriter.getIndexAttr(shape[1]),
+            columns};
+  };
   // An operand indexed by s: its tile's first `columns` columns.
   auto narrowed = [&](OpOperand &operand) -> Value {
     Value v = operand.get();
     if (!rows.getMatchingIndexingMap(&operand).isFunctionOfDim(2))
       return v;
-    auto shape = cast<RankedTensorType>(v.getType()).getShape();
-    return tensor::ExtractSliceOp::create(rewriter, loc, v, {zero, zero, zero},
-                                          {rewriter.getIndexAttr(shape[0]),
-                                           rewriter.getIndexAttr(shape[1]),
-                                           columns},
-                                          {one, one, one});
+    return tensor::ExtractSliceOp::create(rewriter, loc, v, offsets,
+                                          narrowSizes(v), strides);
   };
   SmallVector<Value> inputs, inits;
   for (OpOperand *operand : rows.getDpsInputOperands())
@@ -952,12 +955,8 @@ LogicalResult narrowCausalRows(RewriterBase &rewriter, linalg::GenericOp op) {
       results.push_back(result);
       continue;
     }
-    auto shape = cast<RankedTensorType>(init.getType()).getShape();
     results.push_back(tensor::InsertSliceOp::create(
-        rewriter, loc, result, init, {zero, zero, zero},
-        {rewriter.getIndexAttr(shape[0]), rewriter.getIndexAttr(shape[1]),
-         columns},
-        {one, one, one}));
+        rewriter, loc, result, init, offsets, narrowSizes(init), strides));
   }
   rewriter.replaceOp(rows, results);
   return success();

@@ -446,14 +446,21 @@ SmallVector<Value> lowerNormedLinear(KernelBuilder &k, NormedLinearOp op) {
   return results;
 }
 
+/// dy / rms(x), row by row (x's rows as wide as dy's are many: same leading
+/// shape).
+Value scaleRowsByInvRms(KernelBuilder &k, Value dy, Value x, double eps) {
+  return scaleByInvRms(k, dy, k.rowSumSquares(x),
+                       cast<RankedTensorType>(x.getType()).getShape().back(),
+                       eps);
+}
+
 /// sum over rows of (dy / rms(x))^T x -> [dy's width, x's width]: the small
 /// dy scaled (unless `prescaled`: already dy / rms(x)), then one matmul over
 /// all rows (threaded like any parameter gradient).
 Value normedLinearWeightGrad(KernelBuilder &k, Value x, Value dy, double eps,
                              bool prescaled) {
   int64_t width = cast<RankedTensorType>(x.getType()).getShape().back();
-  Value scaled =
-      prescaled ? dy : scaleByInvRms(k, dy, k.rowSumSquares(x), width, eps);
+  Value scaled = prescaled ? dy : scaleRowsByInvRms(k, dy, x, eps);
   return matmul(
       k, scaled, x, true, false,
       k.tensor(
@@ -468,10 +475,8 @@ Value lowerNormedLinearWeightGrad(KernelBuilder &k,
 }
 
 Value lowerScaleByInvRMS(KernelBuilder &k, ScaleByInvRMSOp op) {
-  Value x = op.getInput();
-  return scaleByInvRms(k, op.getResultGrad(), k.rowSumSquares(x),
-                       cast<RankedTensorType>(x.getType()).getShape().back(),
-                       op.getEps().convertToDouble());
+  return scaleRowsByInvRms(k, op.getResultGrad(), op.getInput(),
+                           op.getEps().convertToDouble());
 }
 
 /// The weight gradients of the normed linears of one input x (HC's three
@@ -487,6 +492,7 @@ void mergeWeightGrads(func::FuncOp func, IRRewriter &rewriter) {
     llvm::MapVector<std::pair<Value, Attribute>,
                     SmallVector<NormedLinearWeightGradOp>>
         byInput;
+    // A prescaled gradient's product reads no norms, so its eps is moot.
     for (auto op : block->getOps<NormedLinearWeightGradOp>())
       byInput[{op.getInput(), op.getPrescaled()
                                   ? Attribute(UnitAttr::get(op.getContext()))
@@ -1208,9 +1214,8 @@ Value lowerRope(KernelBuilder &k, RopeOp op) {
         Value c = tensor::ExtractOp::create(b, l, cosT, ValueRange{t, i});
         Value sn = tensor::ExtractOp::create(b, l, sinT, ValueRange{t, i});
         // low half: x c - p s; high half: x c + p s.
-        Value ps = s.mul(partner, sn);
-        k.yield(s, s.select(low, s.sub(s.mul(a[0], c), ps),
-                            s.add(s.mul(a[0], c), ps)));
+        Value xc = s.mul(a[0], c), ps = s.mul(partner, sn);
+        k.yield(s, s.select(low, s.sub(xc, ps), s.add(xc, ps)));
       });
   return tensor::CollapseShapeOp::create(k.b, k.loc, type, rotated, split);
 }
