@@ -549,15 +549,32 @@ def Drc_MixCoefGradOp : Drc_Op<"mix_coef_grad", [Pure]> {
   let assemblyFormat = "$input `,` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Drc_RMSNormGradOp : Drc_Op<"rms_norm_grad", [Pure]> {
+def Drc_RMSNormGradOp : Drc_Op<"rms_norm_grad", [Pure, AttrSizedOperandSegments]> {
   let summary = "input adjoint of rms_norm";
+  let description = [{
+    dx = (g dy - x-hat mean(g dy x-hat)) / rms(x), row by row. With `dot`
+    [..., 1], the rows' sums of g dy x-hat are given rather than computed:
+    for a normed linear's adjoint dy = d(x-hat W^T) W they are
+    sum_k d(x-hat W^T)_k (x-hat W^T)_k, a dot over the projection's few
+    outputs (drc.row_dot) instead of a pass over the row.
+  }];
   let arguments = (ins Drc_FloatTensor:$input, Optional<Drc_FloatTensor>:$gain,
                        Drc_FloatTensor:$result_grad,
+                       Optional<Drc_FloatTensor>:$dot,
                        DefaultValuedAttr<F64Attr, "1e-6">:$eps);
   let results = (outs Drc_FloatTensor:$input_grad);
   let assemblyFormat = [{
-    $input (`gain` $gain^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)
+    $input (`gain` $gain^)? `grad` $result_grad (`dot` $dot^)? attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
+}
+
+def Drc_RowDotOp : Drc_Op<"row_dot", [Pure]> {
+  let summary = "sum over the last axis of lhs * rhs, kept as an axis of 1";
+  let arguments = (ins Drc_FloatTensor:$lhs, Drc_FloatTensor:$rhs);
+  let results = (outs Drc_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Drc_NormedLinearWeightGradOp : Drc_Op<"normed_linear_weight_grad", [Pure]> {

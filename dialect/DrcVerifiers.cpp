@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialect/DrcDialect.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace mlir::drc;
 
@@ -291,6 +293,42 @@ LogicalResult MatmulOp::verify() {
     return emitOpError() << "result " << getResult().getType()
                          << " does not hold the " << m << " x " << n
                          << " matrix op(lhs) x op(rhs)";
+  return success();
+}
+
+/// `shape` with its last extent 1: a row reduction's result.
+static SmallVector<int64_t> rowsOf(RankedTensorType type) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = 1;
+  return shape;
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  auto input = ranked(getInput());
+  if (failed(verifyCompatibleShape(getResultGrad().getType(), input)) ||
+      failed(verifyCompatibleShape(getInputGrad().getType(), input)))
+    return emitOpError() << "the result adjoint " << getResultGrad().getType()
+                         << " and the input adjoint "
+                         << getInputGrad().getType()
+                         << " must have the input's shape " << input;
+  if (Value dot = getDot(); dot && failed(verifyCompatibleShape(
+                                       ranked(dot).getShape(), rowsOf(input))))
+    return emitOpError() << "dot " << dot.getType()
+                         << " must hold one sum per row of " << input
+                         << " (its shape with the last axis 1)";
+  return success();
+}
+
+LogicalResult RowDotOp::verify() {
+  auto lhs = ranked(getLhs());
+  if (failed(verifyCompatibleShape(getRhs().getType(), lhs)))
+    return emitOpError() << "multiplies " << lhs << " by " << getRhs().getType()
+                         << ": the operands must have one shape";
+  if (failed(
+          verifyCompatibleShape(ranked(getResult()).getShape(), rowsOf(lhs))))
+    return emitOpError() << "result " << getResult().getType()
+                         << " must hold one sum per row of " << lhs
+                         << " (its shape with the last axis 1)";
   return success();
 }
 

@@ -21,8 +21,9 @@ LogicalResult AddOp::buildGradient(OpBuilder &, ValueRange resultGrads,
 LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  Value dx = RMSNormGradOp::create(b, getLoc(), getInput().getType(),
-                                   getInput(), getGain(), dy, getEpsAttr());
+  Value dx =
+      RMSNormGradOp::create(b, getLoc(), getInput().getType(), getInput(),
+                            getGain(), dy, /*dot=*/Value(), getEpsAttr());
   operandGrads.push_back(dx);
   if (Value gain = getGain())
     operandGrads.push_back(RMSNormGainGradOp::create(
@@ -73,27 +74,38 @@ LogicalResult
 NormedLinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   // The input's adjoint is one rms_norm adjoint of the normalised rows'
-  // adjoint sum_i dy_i W_i; each weight's reads x again rather than a saved
-  // rms_norm(x). The sum runs from the last result to the first, as autodiff
-  // sums separate projections' adjoints: a result used later in the forward
-  // pass (HC's write coefficients, used after the sublayer) gets its adjoint
-  // earlier in the backward one, and those are added where they arise.
-  Value x = getInput(), dNormed;
+  // adjoint sum_i dy_i W_i. Its rows' sums of that times x-hat are
+  // sum_i dy_i . y_i, dots over the projections' few outputs (drc.row_dot,
+  // rms_norm_grad's `dot`), so the adjoint is elementwise over the row,
+  // with no pass of its own. Each weight's adjoint reads x again rather
+  // than a saved rms_norm(x). The sums run from the last result to the
+  // first, as autodiff sums separate projections' adjoints: a result used
+  // later in the forward pass (HC's write coefficients, used after the
+  // sublayer) gets its adjoint earlier in the backward one, and those are
+  // added where they arise.
+  Location loc = getLoc();
+  Value x = getInput(), dNormed, dot;
+  auto sum = [&](Value total, Value term) {
+    return total ? AddOp::create(b, loc, total, term).getResult() : term;
+  };
   SmallVector<Value> weightGrads(getWeights().size());
   for (int64_t i = getWeights().size() - 1; i >= 0; --i) {
-    Value w = getWeights()[i], dy = resultGrads[i];
+    Value w = getWeights()[i], y = getResults()[i], dy = resultGrads[i];
     if (!dy)
       continue;
-    Value d = MatmulOp::create(b, getLoc(), x.getType(), dy, w);
-    dNormed = dNormed ? AddOp::create(b, getLoc(), dNormed, d).getResult() : d;
+    auto outputs = cast<RankedTensorType>(y.getType());
+    SmallVector<int64_t> rows(outputs.getShape());
+    rows.back() = 1;
+    dot = sum(dot, RowDotOp::create(b, loc, outputs.clone(rows), dy, y));
+    dNormed = sum(dNormed, MatmulOp::create(b, loc, x.getType(), dy, w));
     weightGrads[i] = NormedLinearWeightGradOp::create(
-        b, getLoc(), w.getType(), x, dy, getEpsAttr(), /*prescaled=*/nullptr);
+        b, loc, w.getType(), x, dy, getEpsAttr(), /*prescaled=*/nullptr);
   }
-  operandGrads.push_back(
-      dNormed ? RMSNormGradOp::create(b, getLoc(), x.getType(), x, Value(),
-                                      dNormed, getEpsAttr())
-                    .getResult()
-              : Value());
+  operandGrads.push_back(dNormed ? RMSNormGradOp::create(b, loc, x.getType(), x,
+                                                         Value(), dNormed, dot,
+                                                         getEpsAttr())
+                                       .getResult()
+                                 : Value());
   operandGrads.append(weightGrads);
   return success();
 }

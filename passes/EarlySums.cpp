@@ -12,20 +12,36 @@ using namespace mlir::drc;
 
 namespace {
 
-/// The operand `op` is linear in, with its other operands fixed: f(a + b) =
-/// f(a) + f(b). Null for other ops.
-OpOperand *linearOperand(Operation *op) {
-  return llvm::TypeSwitch<Operation *, OpOperand *>(op)
-      .Case([](ViewOp o) {
-        return o.getSizes().empty() ? &o.getInputMutable() : nullptr;
+/// The operands `op` is linear in together, with its other operands fixed:
+/// f(a + b) = f(a) + f(b) for a and b tuples of them (rms_norm_grad's
+/// adjoint and, when given, its dot). Empty for other ops.
+SmallVector<OpOperand *, 2> linearOperands(Operation *op) {
+  return llvm::TypeSwitch<Operation *, SmallVector<OpOperand *, 2>>(op)
+      .Case([](ViewOp o) -> SmallVector<OpOperand *, 2> {
+        if (o.getSizes().empty())
+          return {&o.getInputMutable()};
+        return {};
       })
-      .Case([](ScaleOp o) { return &o.getInputMutable(); })
-      .Case([](MixOp o) { return &o.getInputMutable(); })
-      .Case([](MatmulOp o) {
-        return o.getTransposeLhs() ? nullptr : &o.getLhsMutable();
+      .Case([](ScaleOp o) -> SmallVector<OpOperand *, 2> {
+        return {&o.getInputMutable()};
       })
-      .Case([](RMSNormGradOp o) { return &o.getResultGradMutable(); })
-      .Default([](Operation *) { return nullptr; });
+      .Case([](MixOp o) -> SmallVector<OpOperand *, 2> {
+        return {&o.getInputMutable()};
+      })
+      .Case([](RowDotOp o) -> SmallVector<OpOperand *, 2> {
+        return {&o.getLhsMutable()};
+      })
+      .Case([](MatmulOp o) -> SmallVector<OpOperand *, 2> {
+        if (o.getTransposeLhs())
+          return {};
+        return {&o.getLhsMutable()};
+      })
+      .Case([](RMSNormGradOp o) -> SmallVector<OpOperand *, 2> {
+        if (o.getDot())
+          return {&o.getResultGradMutable(), &o.getDotMutable()[0]};
+        return {&o.getResultGradMutable()};
+      })
+      .Default([](Operation *) { return SmallVector<OpOperand *, 2>(); });
 }
 
 /// The rewrite of one function body: `a` classifies the values it creates
@@ -103,8 +119,9 @@ struct Sums {
       return false;
     OpOperand &use = *v.use_begin();
     Operation *user = use.getOwner();
-    return linearOperand(user) == &use && user->getNumResults() == 1 &&
-           isTokenLocal(*user, a) && feedsSum(user->getResult(0));
+    return llvm::is_contained(linearOperands(user), &use) &&
+           user->getNumResults() == 1 && isTokenLocal(*user, a) &&
+           feedsSum(user->getResult(0));
   }
 
   /// Places `builder` after the ops defining `values`.
@@ -131,42 +148,53 @@ struct Sums {
   }
 
   /// Applies `op`, if it is a token-local op linear in a sum of early and
-  /// late terms whose result feeds another sum, to each part separately.
-  /// Returns the application to the late terms (which may mix depths
-  /// again), or null when `op` is left as it is.
+  /// late terms whose result feeds another sum, to each part separately
+  /// (an op linear in several operands together, to each one's early and
+  /// late terms). Returns the application to the late terms (which may mix
+  /// depths again), or null when `op` is left as it is.
   Operation *distribute(OpBuilder &builder, Operation &op) {
-    OpOperand *linear = linearOperand(&op);
-    if (!linear || op.getNumResults() != 1 || !isTokenLocal(op, a) ||
-        !perTokenSum(linear->get()) || !linear->get().hasOneUse() ||
-        !feedsSum(op.getResult(0)))
+    SmallVector<OpOperand *, 2> linear = linearOperands(&op);
+    if (linear.empty() || op.getNumResults() != 1 || !isTokenLocal(op, a) ||
+        !perTokenSum(linear.front()->get()) || !feedsSum(op.getResult(0)) ||
+        !llvm::all_of(linear,
+                      [](OpOperand *l) { return l->get().hasOneUse(); }))
       return nullptr;
-    SmallVector<Value> ts;
+    SmallVector<SmallVector<Value>> ts(linear.size());
     SmallVector<Operation *> adds;
-    terms(linear->get(), ts, adds);
     int64_t early = std::numeric_limits<int64_t>::max(), late = 0;
-    for (Value t : ts) {
-      early = std::min(early, depthOf(t));
-      late = std::max(late, depthOf(t));
+    for (auto [l, lts] : llvm::zip(linear, ts)) {
+      terms(l->get(), lts, adds);
+      for (Value t : lts) {
+        early = std::min(early, depthOf(t));
+        late = std::max(late, depthOf(t));
+      }
     }
     bool othersEarly = llvm::all_of(op.getOpOperands(), [&](OpOperand &o) {
-      return &o == linear || depthOf(o.get()) <= early;
+      return llvm::is_contained(linear, &o) || depthOf(o.get()) <= early;
     });
     if (early == late || !othersEarly)
       return nullptr;
-    SmallVector<Value> earlyTerms, lateTerms;
-    for (Value t : ts)
-      (depthOf(t) == early ? earlyTerms : lateTerms).push_back(t);
+    // Per linear operand, its early and its late terms; each group must
+    // have some of every operand's.
+    SmallVector<std::array<SmallVector<Value>, 2>> groups(linear.size());
+    for (auto [lts, group] : llvm::zip(ts, groups))
+      for (Value t : lts)
+        group[depthOf(t) == early ? 0 : 1].push_back(t);
+    if (llvm::any_of(groups,
+                     [](auto &g) { return g[0].empty() || g[1].empty(); }))
+      return nullptr;
     Operation *parts[2];
-    for (auto [part, group] : llvm::zip(
-             parts, std::array<ArrayRef<Value>, 2>{earlyTerms, lateTerms})) {
-      Value sum = chain(builder, group, op.getLoc());
-      IRMapping map;
-      map.map(linear->get(), sum);
+    for (int part = 0; part < 2; ++part) {
       SmallVector<Value> operands(op.getOperands());
-      llvm::replace(operands, linear->get(), sum);
+      IRMapping map;
+      for (auto [l, group] : llvm::zip(linear, groups)) {
+        Value sum = chain(builder, group[part], op.getLoc());
+        map.map(l->get(), sum);
+        operands[l->getOperandNumber()] = sum;
+      }
       after(builder, operands);
-      part = builder.clone(op, map);
-      created(part);
+      parts[part] = builder.clone(op, map);
+      created(parts[part]);
     }
     builder.setInsertionPoint(&op);
     Value sum = created(AddOp::create(

@@ -234,30 +234,41 @@ Value lowerCenter(KernelBuilder &k, CenterOp op) {
 }
 
 Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
-  // dx = r (g dy - xhat mean(g dy xhat)), r = rsqrt(mean x^2 + eps).
+  // dx = r (g dy - xhat mean(g dy xhat)), r = rsqrt(mean x^2 + eps); the
+  // corrections x r^2 mean(g dy x) = x r mean(g dy xhat), from the rows'
+  // sums of g dy x (computed here) or of g dy xhat (the op's `dot`).
   auto type = cast<RankedTensorType>(op.getType());
   unsigned rank = type.getRank();
   double width = type.getShape().back(), eps = op.getEps().convertToDouble();
   AffineMap all, row, last;
   rowMaps(k, rank, all, row, last);
   Value x = op.getInput(), dy = op.getResultGrad(), gain = op.getGain();
-  Value ss = k.rowSumSquares(x);
-  SmallVector<IteratorType> redIts(rank - 1, kPar);
-  redIts.push_back(kRed);
-  SmallVector<Value> dotInputs{x, dy};
-  SmallVector<AffineMap> dotMaps{all, all};
-  if (gain) {
-    dotInputs.push_back(gain);
-    dotMaps.push_back(last);
+  Value ss = k.rowSumSquares(x), dot = op.getDot();
+  AffineMap dotMap = row;
+  if (dot) {
+    // [..., 1]: the row's one sum.
+    SmallVector<AffineExpr> exprs(row.getResults());
+    exprs.push_back(getAffineConstantExpr(0, op.getContext()));
+    dotMap = AffineMap::get(rank, 0, exprs, op.getContext());
+  } else {
+    SmallVector<IteratorType> redIts(rank - 1, kPar);
+    redIts.push_back(kRed);
+    SmallVector<Value> dotInputs{x, dy};
+    SmallVector<AffineMap> dotMaps{all, all};
+    if (gain) {
+      dotInputs.push_back(gain);
+      dotMaps.push_back(last);
+    }
+    dotMaps.push_back(row);
+    dot = k.generic1(dotInputs, k.filled(type.getShape().drop_back(), 0.0),
+                     dotMaps, redIts, [&](Scalar &s, ValueRange a) {
+                       Value gdy = gain ? s.mul(a[1], a[2]) : a[1];
+                       k.yield(s, s.add(a.back(), s.mul(gdy, a[0])));
+                     });
   }
-  dotMaps.push_back(row);
-  Value dot = k.generic1(dotInputs, k.filled(type.getShape().drop_back(), 0.0),
-                         dotMaps, redIts, [&](Scalar &s, ValueRange a) {
-                           Value gdy = gain ? s.mul(a[1], a[2]) : a[1];
-                           k.yield(s, s.add(a.back(), s.mul(gdy, a[0])));
-                         });
+  bool normedDot = op.getDot() != nullptr;
   SmallVector<Value> inputs{x, dy, ss, dot};
-  SmallVector<AffineMap> maps{all, all, row, row};
+  SmallVector<AffineMap> maps{all, all, row, dotMap};
   if (gain) {
     inputs.push_back(gain);
     maps.push_back(last);
@@ -268,8 +279,28 @@ Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
       SmallVector<IteratorType>(rank, kPar), [&](Scalar &s, ValueRange a) {
         Value r = invRms(s, a[2], width, eps);
         Value gdy = gain ? s.mul(a[1], a[4]) : a[1];
-        Value corr = s.mul(s.mul(a[0], s.mul(r, r)), s.div(a[3], s.c(width)));
+        Value perX = normedDot ? r : s.mul(r, r);
+        Value corr = s.mul(s.mul(a[0], perX), s.div(a[3], s.c(width)));
         k.yield(s, s.mul(r, s.sub(gdy, corr)));
+      });
+}
+
+/// Loops (..., k), k reduced into the result's last axis of 1.
+Value lowerRowDot(KernelBuilder &k, RowDotOp op) {
+  auto type = cast<RankedTensorType>(op.getLhs().getType());
+  unsigned rank = type.getRank();
+  AffineMap all, row, last;
+  rowMaps(k, rank, all, row, last);
+  SmallVector<AffineExpr> exprs(row.getResults());
+  exprs.push_back(getAffineConstantExpr(0, op.getContext()));
+  SmallVector<IteratorType> its(rank - 1, kPar);
+  its.push_back(kRed);
+  return k.generic1(
+      {op.getLhs(), op.getRhs()},
+      k.filled(cast<RankedTensorType>(op.getType()).getShape(), 0.0),
+      {all, all, AffineMap::get(rank, 0, exprs, op.getContext())}, its,
+      [&](Scalar &s, ValueRange a) {
+        k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
       });
 }
 
@@ -1755,6 +1786,7 @@ FailureOr<bool> lowerOne(Operation *op, IRRewriter &rewriter,
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](RMSNormOp o) { results = {lowerRMSNorm(k, o)}; })
       .Case([&](RMSNormGradOp o) { results = {lowerRMSNormGrad(k, o)}; })
+      .Case([&](RowDotOp o) { results = {lowerRowDot(k, o)}; })
       .Case([&](CenterOp o) { results = {lowerCenter(k, o)}; })
       .Case(
           [&](RMSNormGainGradOp o) { results = {lowerRMSNormGainGrad(k, o)}; })

@@ -46,10 +46,11 @@ bool keepsTokenRows(Operation *op, const TokenAnalysis &a, bool narrowOnly) {
     return cast<RankedTensorType>(grad.getType()).getRank() == 3;
   if (acrossTokens(op))
     return false;
-  return isa<RMSNormOp, RMSNormGradOp, ScaleByInvRMSOp, CenterOp, AddOp, MixOp,
-             AppendOp, RowsOp, RowsGradOp, ViewOp, SquashOp, SquashGradOp,
-             ScaleOp, ShiftOp, SoftmaxOp, SoftmaxGradOp, NormalizeOp,
-             NormalizeGradOp, DepthAttentionOp, DepthAttentionGradOp>(op);
+  return isa<RMSNormOp, RMSNormGradOp, RowDotOp, ScaleByInvRMSOp, CenterOp,
+             AddOp, MixOp, AppendOp, RowsOp, RowsGradOp, ViewOp, SquashOp,
+             SquashGradOp, ScaleOp, ShiftOp, SoftmaxOp, SoftmaxGradOp,
+             NormalizeOp, NormalizeGradOp, DepthAttentionOp,
+             DepthAttentionGradOp>(op);
 }
 
 /// Sublayer ops whose results are per-token rows (boundaries all the same).

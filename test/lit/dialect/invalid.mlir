@@ -346,3 +346,27 @@ func.func @f(%dy: tensor<8x4xf32>, %x: tensor<6x64xf32>) {
   %0 = drc.scale_by_inv_rms %dy by %x : (tensor<8x4xf32>, tensor<6x64xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>, %d: tensor<8xf32>) {
+  // expected-error @+1 {{dot 'tensor<8xf32>' must hold one sum per row of 'tensor<8x4xf32>' (its shape with the last axis 1)}}
+  %0 = drc.rms_norm_grad %x grad %x dot %d : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>, %y: tensor<8x2xf32>) {
+  // expected-error @+1 {{multiplies 'tensor<8x4xf32>' by 'tensor<8x2xf32>': the operands must have one shape}}
+  %0 = drc.row_dot %x, %y : (tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{result 'tensor<8x4xf32>' must hold one sum per row of 'tensor<8x4xf32>' (its shape with the last axis 1)}}
+  %0 = drc.row_dot %x, %x : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}

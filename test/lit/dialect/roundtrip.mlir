@@ -67,6 +67,10 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %z = drc.mix %y by %s {transpose_coef} : (tensor<6x3x4xf32>, tensor<2x3xf32>) -> tensor<6x2x4xf32>
   // CHECK: drc.mix_coef_grad %{{.*}}, %{{.*}} {transpose_coef} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<2x3xf32>
   %g = drc.mix_coef_grad %y, %z {transpose_coef} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<2x3xf32>
+  // CHECK: %[[D:.*]] = drc.row_dot %{{.*}}, %{{.*}} : (tensor<6x3x4xf32>, tensor<6x3x4xf32>) -> tensor<6x3x1xf32>
+  %rd = drc.row_dot %y, %y : (tensor<6x3x4xf32>, tensor<6x3x4xf32>) -> tensor<6x3x1xf32>
+  // CHECK: drc.rms_norm_grad %{{.*}} grad %{{.*}} dot %[[D]] : (tensor<6x3x4xf32>, tensor<6x3x4xf32>, tensor<6x3x1xf32>) -> tensor<6x3x4xf32>
+  %rn = drc.rms_norm_grad %y grad %y dot %rd : (tensor<6x3x4xf32>, tensor<6x3x4xf32>, tensor<6x3x1xf32>) -> tensor<6x3x4xf32>
   // CHECK: drc.append %{{.*}}, %{{.*}} : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<6x5x4xf32>
   %a = drc.append %y, %z : (tensor<6x3x4xf32>, tensor<6x2x4xf32>) -> tensor<6x5x4xf32>
   // CHECK: drc.rows %{{.*}} at 1 : (tensor<6x5x4xf32>) -> tensor<6x3x4xf32>

@@ -36,6 +36,40 @@ func.func @loss(%x: tensor<5xi32>, %y: tensor<5xi32>) -> tensor<f32> {
 
 // -----
 
+// A normed linear's input adjoint: one rms_norm adjoint of sum_i dy_i W_i,
+// with the rows' sums of that times x-hat given as sum_i dy_i . y_i
+// (drc.row_dot over each projection's outputs), both summed from the last
+// projection to the first.
+drc.param @e : tensor<4x8xf32> init #drc.init<constant(0.5)>
+drc.param @p : tensor<4x8xf32> init #drc.init<constant(0.1)>
+drc.param @q : tensor<4x8xf32> init #drc.init<constant(0.2)>
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[H:.*]] = drc.embed
+// CHECK: %[[Y:.*]]:2 = drc.normed_linear %[[H]], %[[P:.*]], %[[Q:.*]] :
+// CHECK: %[[DS:.*]] = drc.cross_entropy_grad
+// CHECK: %[[D1:.*]] = drc.row_dot %[[DS]], %[[Y]]#1 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x1xf32>
+// CHECK: %[[G1:.*]] = drc.matmul %[[DS]], %[[Q]] : (tensor<5x4xf32>, tensor<4x8xf32>) -> tensor<5x8xf32>
+// CHECK: %[[DQ:.*]] = drc.normed_linear_weight_grad %[[H]] grad %[[DS]]
+// CHECK: %[[D0:.*]] = drc.row_dot %[[DS]], %[[Y]]#0
+// CHECK: %[[DOT:.*]] = drc.add %[[D1]], %[[D0]] : tensor<5x1xf32>
+// CHECK: %[[G0:.*]] = drc.matmul %[[DS]], %[[P]]
+// CHECK: %[[G:.*]] = drc.add %[[G1]], %[[G0]] : tensor<5x8xf32>
+// CHECK: %[[DP:.*]] = drc.normed_linear_weight_grad %[[H]] grad %[[DS]]
+// CHECK: %[[DX:.*]] = drc.rms_norm_grad %[[H]] grad %[[G]] dot %[[DOT]] : (tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x1xf32>) -> tensor<5x8xf32>
+// CHECK: drc.embed_grad %{{.*}} grad %[[DX]]
+func.func @loss(%x: tensor<5xi32>, %t: tensor<5xi32>) -> tensor<f32> {
+  %e = drc.param_ref @e : tensor<4x8xf32>
+  %p = drc.param_ref @p : tensor<4x8xf32>
+  %q = drc.param_ref @q : tensor<4x8xf32>
+  %h = drc.embed %e[%x] : (tensor<4x8xf32>, tensor<5xi32>) -> tensor<5x8xf32>
+  %y:2 = drc.normed_linear %h, %p, %q : (tensor<5x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>)
+  %s = drc.add %y#0, %y#1 : tensor<5x4xf32>
+  %l = drc.cross_entropy %s, %t : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 drc.param @w : tensor<4x4xf32> init #drc.init<constant(0.0)>
 func.func @loss(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<f32> {
   %w = drc.param_ref @w : tensor<4x4xf32>
