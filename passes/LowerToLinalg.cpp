@@ -1338,7 +1338,8 @@ Value causalRows(KernelBuilder &k, Value v) {
   return v;
 }
 
-/// P[g,t,s] = exp(scale S[g,t,s] - lse[g,t]) for s <= t, else 0.
+/// P[g,t,s] = exp(scale S[g,t,s] - lse[g,t]) for s <= t, else 0 (with the
+/// rows' max for lse: the unnormalised probabilities).
 Value attentionProbs(KernelBuilder &k, Value scores, Value lse, double scale) {
   auto shape = cast<RankedTensorType>(scores.getType()).getShape();
   return causalRows(
@@ -1392,19 +1393,24 @@ std::pair<Value, Value> attendBlocks(KernelBuilder &k, Value q, Value kT,
                       k.yield(s,
                               s.max(a[1], s.select(keep, v, s.c(-INFINITY))));
                     }));
-  Value se = causalRows(
-      k, k.generic1({scores, mx}, k.filled({blocks, seqLen}, 0.0),
-                    {all, row, row}, red, [&](Scalar &s, ValueRange a) {
-                      Value keep = s.indexLE(s.index(2), s.index(1));
-                      Value e = s.exp(s.sub(s.mul(a[0], s.c(scale)), a[1]));
-                      k.yield(s, s.add(a[2], s.select(keep, e, s.c(0.0))));
-                    }));
+  // The unnormalised probabilities e^(scale S - max), one exp per score;
+  // the rows' sums of them; the output (e V) / sum. (Normalising the
+  // probabilities instead took a second exp per score.)
+  Value e = attentionProbs(k, scores, mx, scale);
+  Value se =
+      causalRows(k, k.generic1(e, k.filled({blocks, seqLen}, 0.0), {all, row},
+                               red, [&](Scalar &s, ValueRange a) {
+                                 k.yield(s, s.add(a[1], a[0]));
+                               }));
   AffineMap id2 = k.map(2, {0, 1});
   Value lse = k.generic1(
       {mx, se}, k.empty({blocks, seqLen}), {id2, id2, id2}, {kPar, kPar},
       [&](Scalar &s, ValueRange a) { k.yield(s, s.add(a[0], s.log(a[1]))); });
-  Value probs = attentionProbs(k, scores, lse, scale);
-  return {batchMatmul(k, probs, v, "prefix"), lse};
+  Value unnormalised = batchMatmul(k, e, v, "prefix");
+  Value out = k.generic1(
+      {unnormalised, se}, k.empty(shape), {all, row, all}, {kPar, kPar, kPar},
+      [&](Scalar &s, ValueRange a) { k.yield(s, s.div(a[0], a[1])); });
+  return {out, lse};
 }
 
 /// The adjoints dq, dk, dv [G, T, dh] of attendBlocks from its output's

@@ -25,10 +25,11 @@
 // CHECK: %[[LSESLICE:.*]] = tensor.extract_slice %[[LSE]][%[[ROW]], %[[HEAD]]] [64, 1] [1, 1]
 // CHECK: %[[LSEBLOCK:.*]] = tensor.expand_shape %[[LSESLICE]]
 // CHECK: linalg.generic {{.*}} outs(%[[LSEBLOCK]] : tensor<1x64xf32>)
+// CHECK: %[[PV:.*]] = linalg.batch_matmul {drc.causal = "prefix"} {{.*}} -> tensor<1x64x16xf32>
 // CHECK: %[[OUTSLICE:.*]] = tensor.extract_slice %[[OUT]][%[[ROW]], %[[COL]]] [64, 16] [1, 1]
 // CHECK: %[[OUTBLOCK:.*]] = tensor.expand_shape %[[OUTSLICE]]
-// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[OUTBLOCK]] : tensor<1x64x16xf32>)
-// CHECK: linalg.batch_matmul {drc.causal = "prefix"} {{.*}} outs(%[[ZEROS]] : tensor<1x64x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[PV]], %{{.*}} : tensor<1x64x16xf32>, tensor<1x64xf32>) outs(%[[OUTBLOCK]] : tensor<1x64x16xf32>)
+// CHECK: arith.divf
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[ROW]], %[[COL]]] [64, 16] [1, 1] : tensor<64x16xf32> into tensor<128x32xf32>
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[LSE]][%[[ROW]], %[[HEAD]]] [64, 1] [1, 1] : tensor<64xf32> into tensor<128x2xf32>
@@ -43,22 +44,27 @@
 // Inside a block the products keep their causal register-tile bounds: the
 // scores' column loop ends at the row tile's diagonal, P V's k loop too.
 // The softmax's kernels over the [1, 64, 64] scores (drc.causal = "rows":
-// its max, its sum and the probabilities) run per 16 rows over the
-// columns up to the tile's last row only; the probabilities are written
-// into those columns of the tile's rows.
+// its max, the unnormalised probabilities e^(S - max), one exp per score,
+// and their sum) run per 16 rows over the columns up to the tile's last
+// row only; the probabilities are written into those columns of the
+// tile's rows. The output is (e V) divided by the sums.
 // TILE-LABEL: func.func @attention
 // TILE: scf.forall
 // TILE-NOT: scf.forall
 // TILE: arith.minsi
 // TILE: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // TILE: vector.contract
-// TILE-COUNT-2: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x16x?xf32>{{.*}} outs(%{{.*}} : tensor<1x16xf32>)
+// TILE: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x16x?xf32>{{.*}} outs(%{{.*}} : tensor<1x16xf32>)
 // TILE: %[[COLUMNS:.*]] = affine.apply #{{.*}}(%{{[a-z0-9_]+}}){{$}}
 // TILE: tensor.extract_slice %{{.*}}[0, 0, 0] [1, 16, %[[COLUMNS]]]
 // TILE: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16x?xf32>)
+// TILE: math.exp
 // TILE: tensor.insert_slice %{{.*}} [1, 16, %[[COLUMNS]]]
+// TILE: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x16x?xf32>{{.*}} outs(%{{.*}} : tensor<1x16xf32>)
+// TILE-NOT: math.exp
 // TILE: arith.minsi
 // TILE: vector.contract
+// TILE: arith.divf
 func.func @attention(%q: tensor<128x32xf32>, %k: tensor<128x32xf32>, %v: tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<128x2xf32>) {
   %o, %lse = drc.causal_attention %q, %k, %v {n_head = 2 : i64, seq_len = 64 : i64} : (tensor<128x32xf32>, tensor<128x32xf32>, tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<128x2xf32>)
   return %o, %lse : tensor<128x32xf32>, tensor<128x2xf32>
