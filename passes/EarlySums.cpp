@@ -12,36 +12,33 @@ using namespace mlir::drc;
 
 namespace {
 
-/// The operands `op` is linear in together, with its other operands fixed:
-/// f(a + b) = f(a) + f(b) for a and b tuples of them (rms_norm_grad's
-/// adjoint and, when given, its dot). Empty for other ops.
+/// The operand `op` is linear in, with its other operands fixed: f(a + b) =
+/// f(a) + f(b). Null for other ops.
+OpOperand *linearOperand(Operation *op) {
+  return llvm::TypeSwitch<Operation *, OpOperand *>(op)
+      .Case([](ViewOp o) {
+        return o.getSizes().empty() ? &o.getInputMutable() : nullptr;
+      })
+      .Case([](ScaleOp o) { return &o.getInputMutable(); })
+      .Case([](MixOp o) { return &o.getInputMutable(); })
+      .Case([](RowDotOp o) { return &o.getLhsMutable(); })
+      .Case([](MatmulOp o) {
+        return o.getTransposeLhs() ? nullptr : &o.getLhsMutable();
+      })
+      .Case([](RMSNormGradOp o) { return &o.getResultGradMutable(); })
+      .Default([](Operation *) { return nullptr; });
+}
+
+/// The operands `op` is linear in together: linearOperand's, and with it
+/// rms_norm_grad's given dot (f(a + b) = f(a) + f(b) for a and b pairs of
+/// adjoint and dot). Empty for other ops.
 SmallVector<OpOperand *, 2> linearOperands(Operation *op) {
-  return llvm::TypeSwitch<Operation *, SmallVector<OpOperand *, 2>>(op)
-      .Case([](ViewOp o) -> SmallVector<OpOperand *, 2> {
-        if (o.getSizes().empty())
-          return {&o.getInputMutable()};
-        return {};
-      })
-      .Case([](ScaleOp o) -> SmallVector<OpOperand *, 2> {
-        return {&o.getInputMutable()};
-      })
-      .Case([](MixOp o) -> SmallVector<OpOperand *, 2> {
-        return {&o.getInputMutable()};
-      })
-      .Case([](RowDotOp o) -> SmallVector<OpOperand *, 2> {
-        return {&o.getLhsMutable()};
-      })
-      .Case([](MatmulOp o) -> SmallVector<OpOperand *, 2> {
-        if (o.getTransposeLhs())
-          return {};
-        return {&o.getLhsMutable()};
-      })
-      .Case([](RMSNormGradOp o) -> SmallVector<OpOperand *, 2> {
-        if (o.getDot())
-          return {&o.getResultGradMutable(), &o.getDotMutable()[0]};
-        return {&o.getResultGradMutable()};
-      })
-      .Default([](Operation *) { return SmallVector<OpOperand *, 2>(); });
+  SmallVector<OpOperand *, 2> operands;
+  if (OpOperand *first = linearOperand(op))
+    operands.push_back(first);
+  if (auto grad = dyn_cast<RMSNormGradOp>(op); grad && grad.getDot())
+    operands.push_back(&grad.getDotMutable()[0]);
+  return operands;
 }
 
 /// The rewrite of one function body: `a` classifies the values it creates

@@ -194,6 +194,16 @@ void rowMaps(KernelBuilder &k, unsigned rank, AffineMap &all, AffineMap &row,
   last = k.map(rank, {rank - 1});
 }
 
+/// The map from a rank-r operand's loops to a row reduction's result kept
+/// as [..., 1]: the row's one sum.
+AffineMap keptRowMap(KernelBuilder &k, unsigned rank) {
+  AffineMap all, row, last;
+  rowMaps(k, rank, all, row, last);
+  SmallVector<AffineExpr> exprs(row.getResults());
+  exprs.push_back(getAffineConstantExpr(0, k.b.getContext()));
+  return AffineMap::get(rank, 0, exprs, k.b.getContext());
+}
+
 Value lowerRMSNorm(KernelBuilder &k, RMSNormOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   unsigned rank = type.getRank();
@@ -244,13 +254,9 @@ Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
   rowMaps(k, rank, all, row, last);
   Value x = op.getInput(), dy = op.getResultGrad(), gain = op.getGain();
   Value ss = k.rowSumSquares(x), dot = op.getDot();
-  AffineMap dotMap = row;
-  if (dot) {
-    // [..., 1]: the row's one sum.
-    SmallVector<AffineExpr> exprs(row.getResults());
-    exprs.push_back(getAffineConstantExpr(0, op.getContext()));
-    dotMap = AffineMap::get(rank, 0, exprs, op.getContext());
-  } else {
+  bool normedDot = static_cast<bool>(dot);
+  AffineMap dotMap = normedDot ? keptRowMap(k, rank) : row;
+  if (!normedDot) {
     SmallVector<IteratorType> redIts(rank - 1, kPar);
     redIts.push_back(kRed);
     SmallVector<Value> dotInputs{x, dy};
@@ -266,7 +272,6 @@ Value lowerRMSNormGrad(KernelBuilder &k, RMSNormGradOp op) {
                        k.yield(s, s.add(a.back(), s.mul(gdy, a[0])));
                      });
   }
-  bool normedDot = op.getDot() != nullptr;
   SmallVector<Value> inputs{x, dy, ss, dot};
   SmallVector<AffineMap> maps{all, all, row, dotMap};
   if (gain) {
@@ -291,15 +296,12 @@ Value lowerRowDot(KernelBuilder &k, RowDotOp op) {
   unsigned rank = type.getRank();
   AffineMap all, row, last;
   rowMaps(k, rank, all, row, last);
-  SmallVector<AffineExpr> exprs(row.getResults());
-  exprs.push_back(getAffineConstantExpr(0, op.getContext()));
   SmallVector<IteratorType> its(rank - 1, kPar);
   its.push_back(kRed);
   return k.generic1(
       {op.getLhs(), op.getRhs()},
       k.filled(cast<RankedTensorType>(op.getType()).getShape(), 0.0),
-      {all, all, AffineMap::get(rank, 0, exprs, op.getContext())}, its,
-      [&](Scalar &s, ValueRange a) {
+      {all, all, keptRowMap(k, rank)}, its, [&](Scalar &s, ValueRange a) {
         k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
       });
 }
