@@ -41,7 +41,8 @@ constexpr const char *kGpuLoops =
     "max-rank-of-allocated-memref=4}),"
     "buffer-deallocation-pipeline,"
     "func.func(drc-gpu-scalar-operands),canonicalize,"
-    "drc-copies-to-linalg,func.func(drc-gpu-parallel-reductions),"
+    "drc-copies-to-linalg,"
+    "func.func(drc-gpu-parallel-reductions,drc-gpu-vectorize-rows),"
     "func.func(convert-linalg-to-parallel-loops),"
     "scf-forall-to-parallel,canonicalize,"
     "func.func(drc-gpu-privatize-buffers,drc-gpu-wrap-serial),"
@@ -50,7 +51,8 @@ constexpr const char *kGpuLoops =
 /// Each top-level nest onto blocks and threads, outlined into one
 /// gpu.module.
 constexpr const char *kToKernels =
-    "func.func(gpu-map-parallel-loops),"
+    "func.func(drc-gpu-align-vectors,drc-gpu-sink-constants,"
+    "gpu-map-parallel-loops),"
     "func.func(convert-parallel-loops-to-gpu),gpu-kernel-outlining,"
     "drc-gpu-merge-modules,canonicalize";
 

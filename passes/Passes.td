@@ -317,6 +317,66 @@ def GpuPrivatizeBuffers
                            "::mlir::arith::ArithDialect"];
 }
 
+def GpuVectorizeRows : Pass<"drc-gpu-vectorize-rows", "::mlir::func::FuncOp"> {
+  let summary = "Vectorise a GPU thread's loops along contiguous rows";
+  let description = [{
+    On buffers, before convert-linalg-to-parallel-loops: every linalg op
+    inside an `scf.forall` (a fused region's token loop, one token per GPU
+    thread) becomes loops in that thread. When one of the op's loop
+    dimensions is the last, contiguous index of its operands (most votes
+    among operands with a unit last stride; ties go to the later
+    dimension), `width` divides its extent, and every operand that uses it
+    uses it as its last, contiguous index, the op is tiled to one element
+    along every other dimension and `width` along that one (innermost),
+    and the tile is vectorised: `vector<width x T>` loads and stores, the
+    body's arithmetic on vectors, and a reduction along the dimension as a
+    `vector.reduction` into the accumulator. Other ops are left as they
+    are. Only the order of a reduction's additions changes.
+  }];
+  let options = [
+    Option<"width", "width", "int64_t", "4",
+           "Elements per vector (4 f32 make a 16-byte access)">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def GpuAlignVectors : Pass<"drc-gpu-align-vectors", "::mlir::func::FuncOp"> {
+  let summary = "Record the alignment of vector loads and stores it can prove";
+  let description = [{
+    NVPTX makes one 16-byte `ld.global.v4.f32` of a `vector<4xf32>` load
+    only when it knows the address to be 16-byte aligned. A GPU program's
+    buffers start at multiples of `buffer-alignment` bytes (the function's
+    arguments, allocations, globals, and allocas that say so); a
+    `memref.view` keeps that when its byte shift is a multiple of it. A
+    vector load or store of a 1-d vector no larger than that alignment gets
+    `alignment` = the vector's bytes when its element offset from the
+    buffer's start (the views' static offsets, or a subview's offsets
+    times its source's strides, and each index times its stride) is
+    provably a multiple of the vector's length: constants, loop induction
+    variables with such a lower bound and step, and their sums and
+    products.
+  }];
+  let options = [
+    Option<"bufferAlignment", "buffer-alignment", "int64_t", "16",
+           "Bytes every buffer of the program is aligned to">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
+def GpuSinkConstants : Pass<"drc-gpu-sink-constants", "::mlir::func::FuncOp"> {
+  let summary = "Clone the constants a future kernel uses into its body";
+  let description = [{
+    Before the top-level parallel loops become kernels: every constant
+    defined outside such a loop and used inside it is cloned at the start
+    of its body (once per loop), so that the kernel computes with an
+    immediate instead of taking the value as a launch operand, and vector
+    constants (a vectorised body's splats, drc-gpu-vectorize-rows), which
+    a launch cannot pass, stay in the kernel.
+  }];
+}
+
 def GpuMapThreads : Pass<"drc-gpu-map-threads", "::mlir::func::FuncOp"> {
   let summary = "Tile each top-level parallel loop nest into thread blocks";
   let description = [{
