@@ -2,6 +2,7 @@
 #include "codegen/CudaTarget.h"
 
 #include "codegen/ModelCompiler.h"
+#include "passes/LibraryGemm.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -43,7 +44,7 @@ constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "drc-copies-to-linalg,"
     "func.func(drc-gpu-parallel-reductions,drc-gpu-vectorize-rows),"
-    "func.func(convert-linalg-to-parallel-loops),"
+    "func.func(drc-gpu-linalg-to-loops),"
     "scf-forall-to-parallel,canonicalize,"
     "func.func(drc-gpu-privatize-buffers,drc-gpu-wrap-serial),"
     "func.func(drc-gpu-map-threads)";
@@ -189,6 +190,14 @@ public:
         scratch.push_back(std::move(*c));
         continue;
       }
+      if (auto product = dyn_cast<linalg::LinalgOp>(op)) {
+        FailureOr<JsonValue> g = gemmOf(product);
+        if (failed(g))
+          return failure();
+        launches.push(std::move(*g));
+        ++launchCount;
+        continue;
+      }
       if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
         FailureOr<JsonValue> l = launchOf(launch);
         if (failed(l))
@@ -265,29 +274,68 @@ private:
     return c;
   }
 
+  /// A static view of an argument, scratch or constant buffer, which this
+  /// launch uses (its buffer's life includes it); nothing for another value.
+  std::optional<::drc::CudaOperand> viewOf(Value value) {
+    auto type = dyn_cast<MemRefType>(value.getType());
+    auto it = buffers.find(baseOf(value));
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (!type || it == buffers.end() ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        !type.hasStaticShape() || ShapedType::isDynamic(offset) ||
+        llvm::any_of(strides, ShapedType::isDynamic))
+      return std::nullopt;
+    if (auto life = lives.find(it->second); life != lives.end()) {
+      life->second.begin = std::min(life->second.begin, launchCount);
+      life->second.end = std::max(life->second.end, launchCount);
+    }
+    ::drc::CudaOperand view;
+    view.isView = true;
+    view.buffer = it->second;
+    view.offset = offset;
+    view.sizes.assign(type.getShape().begin(), type.getShape().end());
+    view.strides.assign(strides.begin(), strides.end());
+    return view;
+  }
+
+  static JsonValue viewJson(const ::drc::CudaOperand &view, Type element) {
+    JsonValue out = JsonValue::object();
+    out.set("buffer", view.buffer);
+    out.set("dtype", dtype(element));
+    out.set("offset", view.offset);
+    out.set("sizes", integers(view.sizes));
+    out.set("strides", integers(view.strides));
+    return out;
+  }
+
+  /// A matrix product the runtime hands to cuBLASLt
+  /// (drc-gpu-linalg-to-loops left it).
+  FailureOr<JsonValue> gemmOf(linalg::LinalgOp op) {
+    std::optional<::drc::CudaGemm> gemm =
+        mlir::drc::libraryGemm(op, [&](Value v) { return viewOf(v); });
+    if (!gemm)
+      return op.emitError("a product left to cuBLASLt must be a matmul of "
+                          "static f32 views with contiguous rows or columns");
+    Type f32 = Float32Type::get(op.getContext());
+    JsonValue product = JsonValue::object();
+    product.set("a", viewJson(gemm->a, f32));
+    product.set("b", viewJson(gemm->b, f32));
+    product.set("c", viewJson(gemm->c, f32));
+    JsonValue out = JsonValue::object();
+    out.set("gemm", std::move(product));
+    return out;
+  }
+
   /// A kernel operand: a view of a buffer, or a constant scalar.
   FailureOr<JsonValue> operand(gpu::LaunchFuncOp launch, Value value) {
     JsonValue out = JsonValue::object();
     if (auto type = dyn_cast<MemRefType>(value.getType())) {
-      auto it = buffers.find(baseOf(value));
-      SmallVector<int64_t> strides;
-      int64_t offset = 0;
-      if (it == buffers.end() ||
-          failed(type.getStridesAndOffset(strides, offset)) ||
-          !type.hasStaticShape() || ShapedType::isDynamic(offset) ||
-          llvm::any_of(strides, ShapedType::isDynamic))
+      std::optional<::drc::CudaOperand> view = viewOf(value);
+      if (!view)
         return launch.emitError("a kernel operand must be a static view of "
                                 "an argument, scratch or constant buffer");
-      out.set("buffer", it->second);
-      if (auto life = lives.find(it->second); life != lives.end()) {
-        life->second.begin = std::min(life->second.begin, launchCount);
-        life->second.end = std::max(life->second.end, launchCount);
-      }
-      out.set("dtype", dtype(type.getElementType()));
-      out.set("offset", offset);
-      out.set("sizes", integers(type.getShape()));
-      out.set("strides", integers(strides));
-      return out;
+      return viewJson(*view, type.getElementType());
     }
     Attribute attr;
     if (!matchPattern(value, m_Constant(&attr)))

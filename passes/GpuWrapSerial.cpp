@@ -12,12 +12,15 @@ using namespace mlir;
 
 namespace {
 
-/// Ops the host runs itself: they compute no data in device memory.
+/// Ops the host runs itself (they compute no data in device memory) or
+/// hands to the device: kernels-to-be, and the matrix products left to
+/// cuBLASLt (drc-gpu-linalg-to-loops).
 bool staysOnHost(Operation *op) {
   return op->hasTrait<OpTrait::ConstantLike>() ||
          op->hasTrait<OpTrait::IsTerminator>() ||
          isa<memref::AllocOp, memref::DeallocOp, memref::GetGlobalOp,
-             ViewLikeOpInterface, scf::ParallelOp, gpu::LaunchFuncOp>(op);
+             ViewLikeOpInterface, scf::ParallelOp, gpu::LaunchFuncOp,
+             linalg::LinalgOp>(op);
 }
 
 struct GpuWrapSerialPass

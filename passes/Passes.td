@@ -271,7 +271,8 @@ def GpuWrapSerial : Pass<"drc-gpu-wrap-serial", "::mlir::func::FuncOp"> {
     `scf.parallel (%i) = (0) to (1)`, so that gpu-map-parallel-loops and
     convert-parallel-loops-to-gpu launch it as a one-thread kernel. What
     stays on the host: constants, allocations and deallocations, views,
-    globals, parallel loops and the return. A run whose results are used
+    globals, parallel loops, the matrix products left to cuBLASLt
+    (drc-gpu-linalg-to-loops) and the return. A run whose results are used
     after it is an error.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect"];
@@ -363,6 +364,28 @@ def GpuAlignVectors : Pass<"drc-gpu-align-vectors", "::mlir::func::FuncOp"> {
            "Bytes every buffer of the program is aligned to">,
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
+def GpuLinalgToLoops : Pass<"drc-gpu-linalg-to-loops", "::mlir::func::FuncOp"> {
+  let summary = "Every linalg op as parallel loops, but the products cuBLASLt runs";
+  let description = [{
+    On buffers: what `convert-linalg-to-parallel-loops` does to every
+    linalg op (parallel loops over its parallel dimensions, sequential ones
+    over its reductions), except, with `library-gemms`, a
+    `linalg.matmul` or `linalg.batch_matmul` at the function's top level on
+    f32 buffers of static shape whose A, B and C each have contiguous rows
+    or contiguous columns: that stays a linalg op, which the launch plan
+    of `drc-compile --target=cuda` records as a product the runtime runs
+    in cuBLASLt (bf16 inputs, f32 sums) instead of a kernel. Lowered for
+    the CPU instead (the GPU loop form's test), it becomes loops there.
+  }];
+  let options = [
+    Option<"libraryGemms", "library-gemms", "bool", "true",
+           "Leave the products cuBLASLt can run to it">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def GpuSinkConstants : Pass<"drc-gpu-sink-constants", "::mlir::func::FuncOp"> {

@@ -1,6 +1,7 @@
 //===- CudaDriver.cpp - The CUDA driver API, loaded at run time ----------===//
 #include "runtime/CudaDriver.h"
 
+#include "runtime/CublasLt.h"
 #include "runtime/Error.h"
 
 #include <dlfcn.h>
@@ -104,6 +105,9 @@ CudaDriver::CudaDriver(int ordinal, const std::string &libraryName)
 }
 
 CudaDriver::~CudaDriver() {
+  blas.reset();
+  if (blasWorkspace)
+    api->cuMemFree_v2(blasWorkspace);
   if (stream)
     api->cuStreamDestroy_v2(stream);
   if (context)
@@ -173,6 +177,21 @@ void CudaDriver::launch(void *function, const uint32_t grid[3],
                                  block[1], block[2], 0, stream, parameters,
                                  nullptr),
              "cuLaunchKernel");
+}
+
+void CudaDriver::prepareGemm(const ColumnMajorGemm &gemm) {
+  if (!blas) {
+    constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+    blasWorkspace = allocate(kWorkspaceBytes);
+    blas = std::make_unique<CublasLt>(stream, blasWorkspace, kWorkspaceBytes);
+  }
+  blas->prepare(gemm);
+}
+
+void CudaDriver::gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
+                      uint64_t d) {
+  prepareGemm(gemm);
+  blas->run(gemm, x, y, d);
 }
 
 void CudaDriver::synchronize() {

@@ -10,6 +10,8 @@
 #ifndef DRC_RUNTIME_CUDADRIVER_H
 #define DRC_RUNTIME_CUDADRIVER_H
 
+#include "runtime/CudaGemm.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,9 +33,19 @@ public:
   virtual void *function(void *module, const std::string &name) = 0;
   virtual void launch(void *function, const uint32_t grid[3],
                       const uint32_t block[3], void **parameters) = 0;
+  /// Readies the BLAS for products of `gemm`'s shape: a program calls it
+  /// for each of its products before running any.
+  virtual void prepareGemm(const ColumnMajorGemm &gemm) = 0;
+  /// D += op(X)·op(Y) (inputs rounded to bf16, sums in f32) queued on the
+  /// stream; x, y and d are the device addresses of each matrix's first
+  /// element.
+  virtual void gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
+                    uint64_t d) = 0;
   /// Waits for everything launched so far; reports a failed kernel.
   virtual void synchronize() = 0;
 };
+
+class CublasLt;
 
 class CudaDriver : public CudaDevice {
 public:
@@ -61,6 +73,10 @@ public:
   void *function(void *module, const std::string &name) override;
   void launch(void *function, const uint32_t grid[3], const uint32_t block[3],
               void **parameters) override;
+  /// Loads cuBLASLt (CublasLt.h) the first time, with a 32 MiB workspace.
+  void prepareGemm(const ColumnMajorGemm &gemm) override;
+  void gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
+            uint64_t d) override;
   void synchronize() override;
 
 private:
@@ -70,6 +86,8 @@ private:
   int device = 0;
   void *context = nullptr;
   void *stream = nullptr;
+  uint64_t blasWorkspace = 0;
+  std::unique_ptr<CublasLt> blas;
 };
 
 } // namespace drc

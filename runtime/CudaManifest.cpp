@@ -1,6 +1,7 @@
 //===- CudaManifest.cpp - What a GPU program launches, and how -----------===//
 #include "runtime/CudaManifest.h"
 
+#include "runtime/CudaGemm.h"
 #include "runtime/Error.h"
 #include "runtime/Json.h"
 #include "runtime/TomlFields.h"
@@ -120,6 +121,15 @@ public:
     return out;
   }
 
+  /// A gemm's matrix `key`: an f32 view [batch, rows, cols].
+  CudaOperand view(const JsonValue &gemm, const char *key,
+                   const std::string &where) const {
+    CudaOperand v = operand(member(gemm, key, where), where);
+    if (!v.isView || v.type != CudaType::F32 || v.sizes.size() != 3)
+      fail(where, std::string(key) + " must be an f32 view of rank 3");
+    return v;
+  }
+
   CudaFunction function(const JsonValue &f, const std::string &name) const {
     CudaFunction out;
     std::vector<int64_t> bufferBytes;
@@ -155,8 +165,40 @@ public:
       bufferBytes.push_back(buffer.bytes);
       out.buffers.push_back(std::move(buffer));
     }
+    // A view must lie inside its buffer.
+    auto checkView = [&](const CudaOperand &operand, const std::string &where) {
+      if (operand.buffer < 0 || operand.buffer >= int64_t(bufferBytes.size()))
+        fail(where, "operand buffer " + std::to_string(operand.buffer) +
+                        " does not exist");
+      int64_t last = operand.offset;
+      for (size_t d = 0; d < operand.sizes.size(); ++d)
+        last += (operand.sizes[d] - 1) * operand.strides[d];
+      int64_t elements =
+          bufferBytes[operand.buffer] / cudaTypeBytes(operand.type);
+      if (operand.offset < 0 || last >= elements)
+        fail(where, "an operand view reaches outside buffer " +
+                        std::to_string(operand.buffer));
+    };
     for (const JsonValue &l : list(f, "launches", name)) {
       CudaLaunch launch;
+      if (const JsonValue *g = l.find("gemm")) {
+        std::string where = name + ": a gemm";
+        CudaGemm gemm{view(*g, "a", where), view(*g, "b", where),
+                      view(*g, "c", where)};
+        for (const CudaOperand *v : {&gemm.a, &gemm.b, &gemm.c})
+          checkView(*v, where);
+        const auto &a = gemm.a.sizes, &b = gemm.b.sizes, &c = gemm.c.sizes;
+        if (a[0] != c[0] || b[0] != c[0] || a[1] != c[1] || b[2] != c[2] ||
+            a[2] != b[1])
+          fail(where, "a, b and c must be [batch, M, K], [batch, K, N] and "
+                      "[batch, M, N]");
+        if (!columnMajor(gemm))
+          fail(where, "a matrix has neither contiguous rows nor contiguous "
+                      "columns, which cuBLASLt needs");
+        launch.gemm = std::move(gemm);
+        out.launches.push_back(std::move(launch));
+        continue;
+      }
       launch.kernel = string(l, "kernel", name);
       std::string where = name + ": launch of " + launch.kernel;
       for (auto [key, dims] : {std::pair{"grid", &launch.grid},
@@ -171,20 +213,8 @@ public:
       }
       for (const JsonValue &o : list(l, "operands", where)) {
         CudaOperand operand = this->operand(o, where);
-        if (operand.isView) {
-          if (operand.buffer < 0 ||
-              operand.buffer >= int64_t(bufferBytes.size()))
-            fail(where, "operand buffer " + std::to_string(operand.buffer) +
-                            " does not exist");
-          int64_t last = operand.offset;
-          for (size_t d = 0; d < operand.sizes.size(); ++d)
-            last += (operand.sizes[d] - 1) * operand.strides[d];
-          int64_t elements =
-              bufferBytes[operand.buffer] / cudaTypeBytes(operand.type);
-          if (operand.offset < 0 || last >= elements)
-            fail(where, "an operand view reaches outside buffer " +
-                            std::to_string(operand.buffer));
-        }
+        if (operand.isView)
+          checkView(operand, where);
         launch.operands.push_back(std::move(operand));
       }
       out.launches.push_back(std::move(launch));

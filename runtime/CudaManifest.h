@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,19 @@ struct CudaOperand {
   double real = 0;
 };
 
+/// A matrix product C += A·B of f32 views, each [batch, rows, cols] (A
+/// [batch, M, K], B [batch, K, N], C [batch, M, N]), that the device's BLAS
+/// runs (cuBLASLt: inputs rounded to bf16, sums in f32) instead of a kernel.
+struct CudaGemm {
+  CudaOperand a, b, c;
+};
+
+/// A kernel launch, or a product (`gemm` set, no kernel).
 struct CudaLaunch {
   std::string kernel;
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   std::vector<CudaOperand> operands;
+  std::optional<CudaGemm> gemm;
 };
 
 /// A buffer the function needs besides its arguments.

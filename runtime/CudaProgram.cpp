@@ -31,6 +31,14 @@ static void *loadKernels(CudaDevice &device, const std::filesystem::path &ptx) {
   return device.loadModule(readInputFile(ptx.string(), "PTX module"));
 }
 
+/// A product's name in a profile: "gemm 2048x1024x4096" (m x n x k in
+/// cuBLAS's terms), with " x8" for a batch of 8.
+static std::string gemmName(const ColumnMajorGemm &g) {
+  return "gemm " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+         std::to_string(g.k) +
+         (g.batch > 1 ? " x" + std::to_string(g.batch) : std::string());
+}
+
 CudaProgram::CudaProgram(CudaDevice &device,
                          const std::filesystem::path &artifacts)
     : device(device), manifest(loadCudaManifest(artifacts)) {
@@ -90,8 +98,15 @@ CudaProgram::CudaProgram(CudaDevice &device,
       if (function.buffers[i].values.empty())
         entry.buffers[first + i] = arena + uint64_t(function.buffers[i].offset);
     for (const CudaLaunch &launch : function.launches) {
-      entry.kernels.push_back(device.function(module, launch.kernel));
       entry.arguments.emplace_back(launch, entry.buffers);
+      if (launch.gemm) {
+        entry.kernels.push_back(nullptr);
+        entry.gemms.push_back(*columnMajor(*launch.gemm));
+        device.prepareGemm(*entry.gemms.back());
+        continue;
+      }
+      entry.kernels.push_back(device.function(module, launch.kernel));
+      entry.gemms.emplace_back();
     }
   }
 }
@@ -111,12 +126,21 @@ void CudaProgram::run(const std::string &name,
       device.copyToDevice(entry.buffers[i], inputs[i], entry.argumentBytes[i]);
   for (size_t l = 0; l < function.launches.size(); ++l) {
     auto began = std::chrono::steady_clock::now();
-    device.launch(entry.kernels[l], function.launches[l].grid.data(),
-                  function.launches[l].block.data(),
-                  entry.arguments[l].pointers());
+    if (const std::optional<ColumnMajorGemm> &g = entry.gemms[l]) {
+      auto at = [&](int64_t buffer, int64_t offset) {
+        return entry.buffers[size_t(buffer)] + uint64_t(offset) * 4;
+      };
+      device.gemm(*g, at(g->bufferX, g->offsetX), at(g->bufferY, g->offsetY),
+                  at(g->bufferD, g->offsetD));
+    } else {
+      device.launch(entry.kernels[l], function.launches[l].grid.data(),
+                    function.launches[l].block.data(),
+                    entry.arguments[l].pointers());
+    }
     if (profile) {
       device.synchronize();
-      profile->record(function.launches[l].kernel,
+      const CudaLaunch &launch = function.launches[l];
+      profile->record(launch.gemm ? gemmName(*entry.gemms[l]) : launch.kernel,
                       std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - began)
                           .count());

@@ -2,9 +2,10 @@
 //
 // The ModelProgram of a drc-compile --target=cuda directory: its PTX loaded
 // onto a device and each entry point replayed from the manifest, launch by
-// launch. Every argument, scratch and constant buffer is allocated once and
-// each launch's kernel parameters packed once, so a call copies its inputs
-// in, launches, waits and copies its outputs back.
+// launch; its matrix products run in cuBLASLt. Every argument, scratch and
+// constant buffer is allocated once and each launch's kernel parameters packed
+// once, so a call copies its inputs in, launches, waits and copies its outputs
+// back.
 //
 // The training buffers live on the host (ModelProgram's contract), so a
 // train step copies parameters, gradients and both moments in and out;
@@ -55,8 +56,9 @@ private:
   struct Entry {
     std::vector<uint64_t> buffers; ///< device addresses: arguments first
     std::vector<size_t> argumentBytes;
-    std::vector<void *> kernels; ///< per launch
+    std::vector<void *> kernels; ///< per launch (null for a product)
     std::vector<KernelArguments> arguments;
+    std::vector<std::optional<ColumnMajorGemm>> gemms; ///< per launch
   };
 
   CudaDevice &device;

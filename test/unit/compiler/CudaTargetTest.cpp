@@ -3,12 +3,14 @@
 // What drc-compile --target=cuda writes must be what the MLIR-free runtime
 // reads: the manifest parses with runtime/CudaManifest, its parameter
 // layout is the CPU program's, and its functions are the CPU program's
-// entry points with the same arguments.
+// entry points with the same arguments. The GPU loop form (the matrix
+// products left to cuBLASLt computed as loops) computes the CPU program.
 //
 //===----------------------------------------------------------------------===//
 #include "CompilerTestSupport.h"
 
 #include "codegen/CudaTarget.h"
+#include "runtime/CudaGemm.h"
 #include "runtime/CudaManifest.h"
 
 TEST_CASE("the CUDA manifest reads back with the CPU program's layout",
@@ -50,9 +52,19 @@ TEST_CASE("the CUDA manifest reads back with the CPU program's layout",
       CHECK(step.arguments[i].first == table.numElements());
     CHECK(!loss.launches.empty());
     CHECK(step.launches.size() > loss.launches.size());
-    for (const drc::CudaLaunch &l : step.launches)
+    // Each launch is a kernel of the PTX or a product for cuBLASLt (every
+    // projection is one).
+    int products = 0;
+    for (const drc::CudaLaunch &l : step.launches) {
+      if (l.gemm) {
+        CHECK(drc::columnMajor(*l.gemm));
+        ++products;
+        continue;
+      }
       CHECK(artifacts->ptx.find(".entry " + l.kernel + "(") !=
             std::string::npos);
+    }
+    CHECK(products >= 3 * spec.model.nLayer);
   }
 }
 

@@ -1,7 +1,9 @@
 //===- CudaManifestTest.cpp - Reading a GPU program's manifest
 //-------------===//
 #include "runtime/CudaManifest.h"
+#include "runtime/CublasLt.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/CudaGemm.h"
 
 #include "InputErrorText.h"
 
@@ -33,7 +35,54 @@ std::string manifest(
 })j";
 }
 
+/// The manifest above with a product launched after the kernel: views
+/// `a` and `b` of the parameters (buffer 0, 8 floats), `c` of the scratch
+/// buffer (12 floats).
+std::string gemmManifest(const std::string &a, const std::string &b,
+                         const std::string &c) {
+  std::string text = manifest();
+  std::string gemm = R"j(, {"gemm": {"a": )j" + a + R"j(, "b": )j" + b +
+                     R"j(, "c": )j" + c + "}}";
+  text.insert(text.find("]}}"), gemm);
+  return text;
+}
+
+std::string view(int buffer, const std::string &sizes,
+                 const std::string &strides, int offset = 0) {
+  return R"j({"buffer": )j" + std::to_string(buffer) +
+         R"j(, "dtype": "f32", "offset": )j" + std::to_string(offset) +
+         R"j(, "sizes": )j" + sizes + R"j(, "strides": )j" + strides + "}";
+}
+
 } // namespace
+
+TEST_CASE("a CUDA manifest's products read into cuBLAS's terms", "[cuda]") {
+  // C [2, 3] (rows of 4) += A [2, 2] · B, B [2, 3] read from a row-major
+  // [3, 2] (contiguous columns).
+  drc::CudaManifest m =
+      drc::parseCudaManifest(gemmManifest(view(0, "[1, 2, 2]", "[0, 2, 1]"),
+                                          view(0, "[1, 2, 3]", "[0, 1, 2]", 2),
+                                          view(2, "[1, 2, 3]", "[0, 4, 1]", 1)),
+                             "/d");
+  const drc::CudaFunction &f = m.functions.at("f");
+  REQUIRE(f.launches.size() == 2);
+  CHECK_FALSE(f.launches[0].gemm);
+  REQUIRE(f.launches[1].gemm);
+  CHECK(f.launches[1].kernel.empty());
+  std::optional<drc::ColumnMajorGemm> g = drc::columnMajor(*f.launches[1].gemm);
+  REQUIRE(g);
+  // Cᵀ (3 x 2, ld 4) = Bᵀ (stored as B: 2 x 3, transposed) · Aᵀ.
+  CHECK(g->m == 3);
+  CHECK(g->n == 2);
+  CHECK(g->k == 2);
+  CHECK(g->ldd == 4);
+  CHECK(g->transX);
+  CHECK(g->ldx == 2);
+  CHECK_FALSE(g->transY);
+  CHECK(g->ldy == 2);
+  CHECK(g->offsetX == 2);
+  CHECK(g->offsetD == 1);
+}
 
 TEST_CASE("a CUDA manifest reads into functions, buffers and launches",
           "[cuda]") {
@@ -119,6 +168,22 @@ TEST_CASE("a CUDA manifest's mistakes are errors naming the file", "[cuda]") {
           "uniform(1)")),
       Catch::Matchers::Contains(
           "parameters:1: parameter 'w': bad init 'uniform(1)'"));
+  std::string a = view(0, "[1, 2, 2]", "[0, 2, 1]");
+  CHECK_THAT(error(gemmManifest(a, view(0, "[1, 3, 2]", "[0, 2, 1]"),
+                                view(2, "[1, 2, 2]", "[0, 2, 1]"))),
+             Catch::Matchers::Contains(
+                 "f: a gemm: a, b and c must be [batch, M, K], [batch, K, N] "
+                 "and [batch, M, N]"));
+  CHECK_THAT(error(gemmManifest(a, view(0, "[1, 2, 2]", "[0, 4, 2]"),
+                                view(2, "[1, 2, 2]", "[0, 2, 1]"))),
+             Catch::Matchers::Contains(
+                 "a matrix has neither contiguous rows nor contiguous "
+                 "columns, which cuBLASLt needs"));
+  CHECK_THAT(error(gemmManifest(a, a, view(2, "[1, 2, 2]", "[0, 2, 1]", 9))),
+             Catch::Matchers::Contains(
+                 "f: a gemm: an operand view reaches outside buffer 2"));
+  CHECK_THAT(error(gemmManifest(a, a, view(2, "[2, 2]", "[2, 1]"))),
+             Catch::Matchers::Contains("c must be an f32 view of rank 3"));
   CHECK_THAT(error(R"j({"format": "onnx"})j"),
              Catch::Matchers::Contains("not a drc-cuda-1 manifest"));
   CHECK_THAT(error(R"j({"format": "drc-cuda-1"})j"),
@@ -144,4 +209,20 @@ TEST_CASE("the CUDA driver loads, or says why not", "[cuda]") {
                           "cannot load the CUDA driver (libcuda.so.1)") &&
                           Catch::Matchers::Contains("needs an NVIDIA GPU"));
   }
+}
+
+TEST_CASE("cuBLASLt loads, or says why not", "[cuda]") {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver) {
+    dlclose(driver);
+    SUCCEED("a GPU machine: scripts/gpu-check runs the products there");
+    return;
+  }
+  // Without a driver: either there is no cuBLASLt, or (CUDA's toolkit on
+  // the loader's path) every entry point binds and the handle cannot be
+  // made.
+  CHECK_THROWS_WITH(
+      drc::CublasLt(nullptr, 0, 0),
+      Catch::Matchers::Contains("cannot load cuBLASLt") ||
+          Catch::Matchers::Contains("cuBLASLt cublasLtCreate failed"));
 }

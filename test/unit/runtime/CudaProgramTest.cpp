@@ -10,6 +10,7 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/Error.h"
 
+#include "ColumnMajorReference.h"
 #include "InputErrorText.h"
 #include "ScratchDirectory.h"
 
@@ -63,9 +64,24 @@ public:
     for (size_t i = 0; i < 7; ++i)
       params.back().push_back(*static_cast<uint64_t *>(parameters[i]));
   }
+  std::vector<drc::ColumnMajorGemm> prepared, gemms;
+  void prepareGemm(const drc::ColumnMajorGemm &gemm) override {
+    prepared.push_back(gemm);
+  }
+  /// Computes the product as cuBLAS defines it, on the host memory.
+  void gemm(const drc::ColumnMajorGemm &g, uint64_t x, uint64_t y,
+            uint64_t d) override {
+    gemms.push_back(g);
+    drc::test::columnMajorGemm(g, at(x), at(y), at(d));
+  }
   void synchronize() override {
     if (onSynchronize)
       onSynchronize();
+  }
+  /// The host address of a device address inside an allocation.
+  float *at(uint64_t address) {
+    auto it = std::prev(memory.upper_bound(address));
+    return reinterpret_cast<float *>(it->second.data() + (address - it->first));
   }
   float *floats(uint64_t address) {
     return reinterpret_cast<float *>(memory.at(address).data());
@@ -192,6 +208,44 @@ TEST_CASE("a GPU program replays its manifest on the device", "[cuda]") {
     program.trainStep(buffers, tokens, targets, 0.5f, 4);
   }
   CHECK(device.freed == 14); // the parameters are shared, freed once
+}
+
+TEST_CASE("a GPU program runs its products in the device's BLAS", "[cuda]") {
+  // loss: out [2, 2] += params [2, 2] · a constant [2, 2], as a gemm.
+  std::string m = manifest();
+  size_t begin = m.find(R"j("buffers": [{"buffer": 4)j");
+  size_t end = m.find(R"j("train_step")j");
+  m.replace(begin, end - begin,
+            R"j("buffers": [{"buffer": 4, "bytes": 16, "f32": [1, 2, 3, 4]}],
+    "launches": [{"gemm": {
+      "a": {"buffer": 0, "dtype": "f32", "offset": 0, "sizes": [1, 2, 2], "strides": [0, 2, 1]},
+      "b": {"buffer": 4, "dtype": "f32", "offset": 0, "sizes": [1, 2, 2], "strides": [0, 2, 1]},
+      "c": {"buffer": 3, "dtype": "f32", "offset": 0, "sizes": [1, 2, 2], "strides": [0, 2, 1]}}}]},
+  )j");
+  auto replace = [&](const std::string &from, const std::string &to) {
+    m.replace(m.find(from), from.size(), to);
+  };
+  replace(R"j({"shape": [1], "dtype": "f32"}],)j",
+          R"j({"shape": [4], "dtype": "f32"}],)j");
+  replace(R"j("arena_bytes": 16)j", R"j("arena_bytes": 0)j");
+  drc::test::ScratchDirectory dir;
+  drc::writeFileAtomically((dir / "manifest.json").string(), m);
+  drc::writeFileAtomically((dir / "kernels.ptx").string(), "// ptx\n");
+  RecordingDevice device;
+  drc::CudaProgram program(device, dir.path());
+  // Readied when the program loads: Cᵀ = Bᵀ·Aᵀ, 2 x 2 x 2.
+  REQUIRE(device.prepared.size() == 1);
+  CHECK(device.prepared[0].m == 2);
+  CHECK(device.prepared[0].k == 2);
+  float params[8] = {1, 2, 3, 4, 0, 0, 0, 0};
+  int32_t tokens[4] = {}, targets[4] = {};
+  float nextTwo = 0;
+  // [[1, 2], [3, 4]]² = [[7, 10], [15, 22]]: out[0] is the loss, out[1]
+  // the next-two loss.
+  CHECK(program.losses(params, tokens, targets, nextTwo) == 7.0f);
+  CHECK(nextTwo == 10.0f);
+  CHECK(device.gemms.size() == 1);
+  CHECK(device.kernels.empty());
 }
 
 TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
