@@ -17,6 +17,8 @@ constexpr int kF32 = 0;                 // CUDA_R_32F
 constexpr int kDescTransA = 3, kDescTransB = 4;
 constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
 constexpr int kPreferenceMaxWorkspaceBytes = 1;
+constexpr int kPreferenceMinAlignmentA = 5, kPreferenceMinAlignmentB = 6,
+              kPreferenceMinAlignmentC = 7, kPreferenceMinAlignmentD = 8;
 
 struct Algo {
   uint64_t data[8];
@@ -191,6 +193,17 @@ CublasLt::Plan &CublasLt::plan(const ColumnMajorGemm &g) {
   HeuristicResult best{};
   int status = a.cublasLtMatmulPreferenceSetAttribute(
       preference, kPreferenceMaxWorkspaceBytes, &bytes, sizeof bytes);
+  // Algorithms that work at the matrices' own alignment (X is cuBLAS's A).
+  for (auto [attribute, align] :
+       {std::pair{kPreferenceMinAlignmentA, g.alignX},
+        std::pair{kPreferenceMinAlignmentB, g.alignY},
+        std::pair{kPreferenceMinAlignmentC, g.alignD},
+        std::pair{kPreferenceMinAlignmentD, g.alignD}}) {
+    uint32_t value = uint32_t(align);
+    if (status == 0)
+      status = a.cublasLtMatmulPreferenceSetAttribute(preference, attribute,
+                                                      &value, sizeof value);
+  }
   if (status == 0)
     status =
         a.cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->x, p->y, p->d,

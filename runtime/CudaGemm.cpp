@@ -57,6 +57,15 @@ bool readTransposed(const Matrix &mat, bool &transposed, int64_t &ld) {
   return false;
 }
 
+/// The largest power of two up to 256 that divides the byte offset of
+/// every f32 matrix at `offset` + i * `stride` elements.
+int64_t alignment(int64_t offset, int64_t stride) {
+  int64_t align = 256;
+  while (((offset * 4) % align != 0 || (stride * 4) % align != 0) && align > 4)
+    align /= 2;
+  return align;
+}
+
 } // namespace
 
 std::optional<ColumnMajorGemm> columnMajor(const CudaGemm &gemm) {
@@ -98,6 +107,9 @@ std::optional<ColumnMajorGemm> columnMajor(const CudaGemm &gemm) {
   // One matrix: batch strides mean nothing.
   if (g.batch == 1)
     g.strideX = g.strideY = g.strideD = 0;
+  g.alignX = alignment(g.offsetX, g.strideX);
+  g.alignY = alignment(g.offsetY, g.strideY);
+  g.alignD = alignment(g.offsetD, g.strideD);
   return g;
 }
 

@@ -30,6 +30,10 @@ struct ColumnMajorGemm {
   int64_t offsetX = 0, offsetY = 0, offsetD = 0;
   int64_t ldx = 0, ldy = 0, ldd = 0;
   int64_t strideX = 0, strideY = 0, strideD = 0;
+  /// The bytes every matrix of X, Y and D is aligned to, up to 256 (the
+  /// alignment of the buffers themselves): cuBLASLt's algorithms assume
+  /// 256 unless told.
+  int64_t alignX = 256, alignY = 256, alignD = 256;
 
   /// Rows and columns of X and Y as stored.
   int64_t rowsX() const { return transX ? k : m; }
@@ -37,10 +41,11 @@ struct ColumnMajorGemm {
   int64_t rowsY() const { return transY ? n : k; }
   int64_t colsY() const { return transY ? k : n; }
 
-  /// Everything but the buffers and offsets: what a BLAS plan depends on.
+  /// Everything but the buffers and offsets (beyond their alignment): what
+  /// a BLAS plan depends on.
   auto shape() const {
     return std::tuple(transX, transY, m, n, k, batch, ldx, ldy, ldd, strideX,
-                      strideY, strideD);
+                      strideY, strideD, alignX, alignY, alignD);
   }
 };
 

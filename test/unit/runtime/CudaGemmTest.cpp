@@ -90,6 +90,12 @@ TEST_CASE("a manifest's product in cuBLAS's terms computes C += A·B",
         CHECK(g->ldx >= std::max<int64_t>(1, g->rowsX()));
         CHECK(g->ldy >= std::max<int64_t>(1, g->rowsY()));
         CHECK(g->ldd >= std::max<int64_t>(1, g->m));
+        // Every matrix starts at a multiple of its stated alignment.
+        for (int64_t b = 0; b < s.batch; ++b) {
+          CHECK((g->offsetX + b * g->strideX) * 4 % g->alignX == 0);
+          CHECK((g->offsetY + b * g->strideY) * 4 % g->alignY == 0);
+          CHECK((g->offsetD + b * g->strideD) * 4 % g->alignD == 0);
+        }
         std::vector<float> result = buffers[2];
         float *d = result.data();
         const float *x = buffers[g->bufferX].data();

@@ -82,6 +82,10 @@ TEST_CASE("a CUDA manifest's products read into cuBLAS's terms", "[cuda]") {
   CHECK(g->ldy == 2);
   CHECK(g->offsetX == 2);
   CHECK(g->offsetD == 1);
+  // Byte alignment of each matrix for cuBLASLt's algorithms.
+  CHECK(g->alignX == 8);
+  CHECK(g->alignY == 256);
+  CHECK(g->alignD == 4);
 }
 
 TEST_CASE("a CUDA manifest reads into functions, buffers and launches",
