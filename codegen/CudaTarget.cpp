@@ -190,6 +190,8 @@ public:
         scratch.push_back(std::move(*c));
         continue;
       }
+      if (op.hasAttr(mlir::drc::kFoldedFill))
+        continue; // the product after it overwrites C
       if (auto product = dyn_cast<linalg::LinalgOp>(op)) {
         FailureOr<JsonValue> g = gemmOf(product);
         if (failed(g))
@@ -322,6 +324,8 @@ private:
     product.set("a", viewJson(gemm->a, f32));
     product.set("b", viewJson(gemm->b, f32));
     product.set("c", viewJson(gemm->c, f32));
+    if (op->hasAttr(mlir::drc::kOverwrites))
+      product.set("accumulate", false);
     JsonValue out = JsonValue::object();
     out.set("gemm", std::move(product));
     return out;

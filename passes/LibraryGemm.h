@@ -18,6 +18,13 @@
 
 namespace mlir::drc {
 
+/// Attributes of drc-gpu-linalg-to-loops: a product whose C was zero-filled
+/// just before overwrites C (cuBLAS's beta = 0), and the fill, kept as an
+/// op so that a CPU lowering of the same loop form still runs it, launches
+/// nothing on the GPU.
+inline constexpr llvm::StringLiteral kOverwrites = "drc.overwrites";
+inline constexpr llvm::StringLiteral kFoldedFill = "drc.folded_fill";
+
 /// The view of a memref value: its buffer, offset, sizes and strides
 /// (nothing when they are not static).
 using ViewOf = llvm::function_ref<std::optional<::drc::CudaOperand>(Value)>;

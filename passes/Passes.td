@@ -376,8 +376,12 @@ def GpuLinalgToLoops : Pass<"drc-gpu-linalg-to-loops", "::mlir::func::FuncOp"> {
     f32 buffers of static shape whose A, B and C each have contiguous rows
     or contiguous columns: that stays a linalg op, which the launch plan
     of `drc-compile --target=cuda` records as a product the runtime runs
-    in cuBLASLt (bf16 inputs, f32 sums) instead of a kernel. Lowered for
-    the CPU instead (the GPU loop form's test), it becomes loops there.
+    in cuBLASLt (bf16 inputs, f32 sums) instead of a kernel. A zero fill
+    of its C just before it (views may come between) stays too, marked
+    `drc.folded_fill`, and the product `drc.overwrites`: on the GPU the
+    fill launches nothing and the product overwrites C (cuBLAS's beta = 0:
+    one kernel and two passes over C fewer). Lowered for the CPU instead
+    (the GPU loop form's test), both become loops there.
   }];
   let options = [
     Option<"libraryGemms", "library-gemms", "bool", "true",

@@ -224,12 +224,12 @@ void CublasLt::prepare(const ColumnMajorGemm &gemm) { (void)plan(gemm); }
 void CublasLt::run(const ColumnMajorGemm &g, uint64_t x, uint64_t y,
                    uint64_t d) {
   Plan &p = plan(g);
-  const float one = 1.0f;
+  const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   auto pointer = [](uint64_t address) {
     return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
   };
   api->check(api->cublasLtMatmul(handle, p.desc, &one, pointer(x), p.x,
-                                 pointer(y), p.y, &one, pointer(d), p.d,
+                                 pointer(y), p.y, &beta, pointer(d), p.d,
                                  pointer(d), p.d, &p.algo, pointer(workspace),
                                  workspaceBytes, stream),
              "cublasLtMatmul");

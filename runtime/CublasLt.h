@@ -36,8 +36,8 @@ public:
 
   /// Makes the plan for `gemm`'s shape if there is none yet.
   void prepare(const ColumnMajorGemm &gemm);
-  /// D += op(X)·op(Y) at device addresses x, y, d (each matrix's first
-  /// element), queued on the stream.
+  /// D = op(X)·op(Y) (+ D when accumulating) at device addresses x, y, d (each
+  /// matrix's first element), queued on the stream.
   void run(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y, uint64_t d);
 
 private:

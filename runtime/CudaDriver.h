@@ -36,9 +36,9 @@ public:
   /// Readies the BLAS for products of `gemm`'s shape: a program calls it
   /// for each of its products before running any.
   virtual void prepareGemm(const ColumnMajorGemm &gemm) = 0;
-  /// D += op(X)·op(Y) (inputs rounded to bf16, sums in f32) queued on the
-  /// stream; x, y and d are the device addresses of each matrix's first
-  /// element.
+  /// D = op(X)·op(Y) (+ D when accumulating) (inputs rounded to bf16, sums in
+  /// f32) queued on the stream; x, y and d are the device addresses of each
+  /// matrix's first element.
   virtual void gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
                     uint64_t d) = 0;
   /// Waits for everything launched so far; reports a failed kernel.

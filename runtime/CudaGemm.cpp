@@ -110,6 +110,7 @@ std::optional<ColumnMajorGemm> columnMajor(const CudaGemm &gemm) {
   g.alignX = alignment(g.offsetX, g.strideX);
   g.alignY = alignment(g.offsetY, g.strideY);
   g.alignD = alignment(g.offsetD, g.strideD);
+  g.accumulate = gemm.accumulate;
   return g;
 }
 

@@ -19,10 +19,11 @@
 
 namespace drc {
 
-/// D += op(X)·op(Y) for `batch` column-major matrices, cuBLAS's terms: D is
-/// m x n with leading dimension ldd; op(X) is m x k (X stored k x m when
-/// transX), op(Y) k x n (Y stored n x k when transY); matrix i of each lies
-/// at its offset plus i times its batch stride, in elements of its buffer.
+/// D = op(X)·op(Y) (+ D when accumulating) for `batch` column-major matrices,
+/// cuBLAS's terms: D is m x n with leading dimension ldd; op(X) is m x k (X
+/// stored k x m when transX), op(Y) k x n (Y stored n x k when transY); matrix
+/// i of each lies at its offset plus i times its batch stride, in elements of
+/// its buffer.
 struct ColumnMajorGemm {
   bool transX = false, transY = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -34,6 +35,8 @@ struct ColumnMajorGemm {
   /// alignment of the buffers themselves): cuBLASLt's algorithms assume
   /// 256 unless told.
   int64_t alignX = 256, alignY = 256, alignD = 256;
+  /// D += ... (beta 1), or D = ... (beta 0, D's contents unread).
+  bool accumulate = true;
 
   /// Rows and columns of X and Y as stored.
   int64_t rowsX() const { return transX ? k : m; }

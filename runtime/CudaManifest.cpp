@@ -185,6 +185,11 @@ public:
         std::string where = name + ": a gemm";
         CudaGemm gemm{view(*g, "a", where), view(*g, "b", where),
                       view(*g, "c", where)};
+        if (const JsonValue *accumulate = g->find("accumulate")) {
+          if (!accumulate->isBool())
+            fail(where, "\"accumulate\" must be true or false");
+          gemm.accumulate = accumulate->asBool();
+        }
         for (const CudaOperand *v : {&gemm.a, &gemm.b, &gemm.c})
           checkView(*v, where);
         const auto &a = gemm.a.sizes, &b = gemm.b.sizes, &c = gemm.c.sizes;

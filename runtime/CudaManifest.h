@@ -40,11 +40,13 @@ struct CudaOperand {
   double real = 0;
 };
 
-/// A matrix product C += A·B of f32 views, each [batch, rows, cols] (A
-/// [batch, M, K], B [batch, K, N], C [batch, M, N]), that the device's BLAS
-/// runs (cuBLASLt: inputs rounded to bf16, sums in f32) instead of a kernel.
+/// A matrix product C += A·B (or C = A·B) of f32 views, each [batch, rows,
+/// cols] (A [batch, M, K], B [batch, K, N], C [batch, M, N]), that the device's
+/// BLAS runs (cuBLASLt: inputs rounded to bf16, sums in f32) instead of a
+/// kernel.
 struct CudaGemm {
   CudaOperand a, b, c;
+  bool accumulate = true; ///< false: C = A·B, C's contents unread
 };
 
 /// A kernel launch, or a product (`gemm` set, no kernel).

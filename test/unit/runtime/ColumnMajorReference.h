@@ -1,7 +1,8 @@
 //===- ColumnMajorReference.h - What cuBLAS computes, on the host -*- C++
 //-*-===//
 //
-// cuBLAS's definition of D += op(X)·op(Y) on column-major matrices (element
+// cuBLAS's definition of D = op(X)·op(Y) + beta D (beta 1 or 0) on
+// column-major matrices (element
 // (r, c) of a matrix with leading dimension ld at r + c * ld), written
 // from that definition and nothing of drc's: the tests map a manifest's
 // product with columnMajor() and require this to compute C += A·B.
@@ -27,7 +28,8 @@ inline void columnMajorGemm(const ColumnMajorGemm &g, const float *x,
           float opY = g.transY ? yb[j + l * g.ldy] : yb[l + j * g.ldy];
           sum += double(opX) * opY;
         }
-        db[i + j * g.ldd] += float(sum);
+        float &out = db[i + j * g.ldd];
+        out = (g.accumulate ? out : 0.0f) + float(sum);
       }
   }
 }

@@ -39,10 +39,10 @@ std::string manifest(
 /// `a` and `b` of the parameters (buffer 0, 8 floats), `c` of the scratch
 /// buffer (12 floats).
 std::string gemmManifest(const std::string &a, const std::string &b,
-                         const std::string &c) {
+                         const std::string &c, const std::string &more = "") {
   std::string text = manifest();
   std::string gemm = R"j(, {"gemm": {"a": )j" + a + R"j(, "b": )j" + b +
-                     R"j(, "c": )j" + c + "}}";
+                     R"j(, "c": )j" + c + more + "}}";
   text.insert(text.find("]}}"), gemm);
   return text;
 }
@@ -86,6 +86,15 @@ TEST_CASE("a CUDA manifest's products read into cuBLAS's terms", "[cuda]") {
   CHECK(g->alignX == 8);
   CHECK(g->alignY == 256);
   CHECK(g->alignD == 4);
+  CHECK(g->accumulate);
+  // A product after a zero fill overwrites C instead.
+  m = drc::parseCudaManifest(gemmManifest(view(0, "[1, 2, 2]", "[0, 2, 1]"),
+                                          view(0, "[1, 2, 3]", "[0, 1, 2]", 2),
+                                          view(2, "[1, 2, 3]", "[0, 4, 1]", 1),
+                                          R"j(, "accumulate": false)j"),
+                             "/d");
+  CHECK_FALSE(
+      drc::columnMajor(*m.functions.at("f").launches[1].gemm)->accumulate);
 }
 
 TEST_CASE("a CUDA manifest reads into functions, buffers and launches",
@@ -186,6 +195,10 @@ TEST_CASE("a CUDA manifest's mistakes are errors naming the file", "[cuda]") {
   CHECK_THAT(error(gemmManifest(a, a, view(2, "[1, 2, 2]", "[0, 2, 1]", 9))),
              Catch::Matchers::Contains(
                  "f: a gemm: an operand view reaches outside buffer 2"));
+  CHECK_THAT(error(gemmManifest(a, a, view(2, "[1, 2, 2]", "[0, 2, 1]"),
+                                R"j(, "accumulate": 0)j")),
+             Catch::Matchers::Contains(
+                 "f: a gemm: \"accumulate\" must be true or false"));
   CHECK_THAT(error(gemmManifest(a, a, view(2, "[2, 2]", "[2, 1]"))),
              Catch::Matchers::Contains("c must be an f32 view of rank 3"));
   CHECK_THAT(error(R"j({"format": "onnx"})j"),

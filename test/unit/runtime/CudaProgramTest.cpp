@@ -246,6 +246,19 @@ TEST_CASE("a GPU program runs its products in the device's BLAS", "[cuda]") {
   CHECK(nextTwo == 10.0f);
   CHECK(device.gemms.size() == 1);
   CHECK(device.kernels.empty());
+  // Again: the product adds to what the last call left in out.
+  CHECK(program.losses(params, tokens, targets, nextTwo) == 14.0f);
+
+  // A product that overwrites C ("accumulate": false: a zero fill folded
+  // into it) ignores what C held.
+  size_t at = m.find(R"j("strides": [0, 2, 1]}}}])j");
+  REQUIRE(at != std::string::npos);
+  m.insert(at + std::string(R"j("strides": [0, 2, 1]})j").size(),
+           R"j(, "accumulate": false)j");
+  drc::writeFileAtomically((dir / "manifest.json").string(), m);
+  drc::CudaProgram overwriting(device, dir.path());
+  CHECK(overwriting.losses(params, tokens, targets, nextTwo) == 7.0f);
+  CHECK(overwriting.losses(params, tokens, targets, nextTwo) == 7.0f);
 }
 
 TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
