@@ -192,16 +192,10 @@ public:
       }
       if (op.hasAttr(mlir::drc::kFoldedFill))
         continue; // the product after it overwrites C
-      if (auto product = dyn_cast<linalg::LinalgOp>(op)) {
-        FailureOr<JsonValue> g = gemmOf(product);
-        if (failed(g))
-          return failure();
-        launches.push(std::move(*g));
-        ++launchCount;
-        continue;
-      }
-      if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
-        FailureOr<JsonValue> l = launchOf(launch);
+      if (isa<linalg::LinalgOp, gpu::LaunchFuncOp>(op)) {
+        auto kernel = dyn_cast<gpu::LaunchFuncOp>(op);
+        FailureOr<JsonValue> l =
+            kernel ? launchOf(kernel) : gemmOf(cast<linalg::LinalgOp>(op));
         if (failed(l))
           return failure();
         launches.push(std::move(*l));
@@ -211,7 +205,7 @@ public:
       return op.emitError("'")
              << op.getName()
              << "' would run on the host of a GPU program, which only "
-                "launches kernels";
+                "launches kernels and matrix products";
     }
     std::vector<ScratchLife> placed;
     for (auto &[buffer, life] : lives)
@@ -279,25 +273,15 @@ private:
   /// A static view of an argument, scratch or constant buffer, which this
   /// launch uses (its buffer's life includes it); nothing for another value.
   std::optional<::drc::CudaOperand> viewOf(Value value) {
-    auto type = dyn_cast<MemRefType>(value.getType());
+    std::optional<::drc::CudaOperand> view = mlir::drc::typeView(value);
     auto it = buffers.find(baseOf(value));
-    SmallVector<int64_t> strides;
-    int64_t offset = 0;
-    if (!type || it == buffers.end() ||
-        failed(type.getStridesAndOffset(strides, offset)) ||
-        !type.hasStaticShape() || ShapedType::isDynamic(offset) ||
-        llvm::any_of(strides, ShapedType::isDynamic))
+    if (!view || it == buffers.end())
       return std::nullopt;
     if (auto life = lives.find(it->second); life != lives.end()) {
       life->second.begin = std::min(life->second.begin, launchCount);
       life->second.end = std::max(life->second.end, launchCount);
     }
-    ::drc::CudaOperand view;
-    view.isView = true;
-    view.buffer = it->second;
-    view.offset = offset;
-    view.sizes.assign(type.getShape().begin(), type.getShape().end());
-    view.strides.assign(strides.begin(), strides.end());
+    view->buffer = it->second;
     return view;
   }
 

@@ -11,11 +11,12 @@ std::optional<::drc::CudaOperand> mlir::drc::typeView(Value memref) {
   int64_t offset = 0;
   if (!type || !type.hasStaticShape() ||
       failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
       llvm::any_of(strides, ShapedType::isDynamic))
     return std::nullopt;
   ::drc::CudaOperand view;
   view.isView = true;
-  view.offset = ShapedType::isDynamic(offset) ? 0 : offset;
+  view.offset = offset;
   view.sizes.assign(type.getShape().begin(), type.getShape().end());
   view.strides.assign(strides.begin(), strides.end());
   return view;

@@ -36,7 +36,8 @@ using ViewOf = llvm::function_ref<std::optional<::drc::CudaOperand>(Value)>;
 /// and cuBLAS can run it (drc::columnMajor).
 std::optional<::drc::CudaGemm> libraryGemm(linalg::LinalgOp op, ViewOf viewOf);
 
-/// The view of a static memref as its type gives it (buffer 0).
+/// The view of a memref of static shape, strides and offset as its type
+/// gives it (buffer 0); nothing for another memref.
 std::optional<::drc::CudaOperand> typeView(Value memref);
 
 } // namespace mlir::drc

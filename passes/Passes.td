@@ -373,8 +373,8 @@ def GpuLinalgToLoops : Pass<"drc-gpu-linalg-to-loops", "::mlir::func::FuncOp"> {
     linalg op (parallel loops over its parallel dimensions, sequential ones
     over its reductions), except, with `library-gemms`, a
     `linalg.matmul` or `linalg.batch_matmul` at the function's top level on
-    f32 buffers of static shape whose A, B and C each have contiguous rows
-    or contiguous columns: that stays a linalg op, which the launch plan
+    static f32 views (shape, strides and offset) whose A, B and C each
+    have contiguous rows or contiguous columns: that stays a linalg op, which the launch plan
     of `drc-compile --target=cuda` records as a product the runtime runs
     in cuBLASLt (bf16 inputs, f32 sums) instead of a kernel. A zero fill
     of its C just before it (views may come between) stays too, marked

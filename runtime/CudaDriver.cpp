@@ -190,8 +190,9 @@ void CudaDriver::prepareGemm(const ColumnMajorGemm &gemm) {
 
 void CudaDriver::gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
                       uint64_t d) {
-  prepareGemm(gemm);
-  blas->run(gemm, x, y, d);
+  if (!blas)
+    prepareGemm(gemm);
+  blas->run(gemm, x, y, d); // finds the plan, or makes it
 }
 
 void CudaDriver::synchronize() {

@@ -34,8 +34,9 @@ STAGE to OUT (default: standard output):
 --target=cuda compiles the loss and train step for NVIDIA GPUs (sm_90)
 instead and writes DIR/kernels.ptx (one PTX module, made by LLVM's NVPTX
 backend, CUDA's libdevice linked for the math) and DIR/manifest.json (the
-parameters, and each function's arguments, buffers and kernel launches in
-order; docs/cuda.md). --target=cpu is the default.
+parameters, and each function's arguments, buffers, and kernel launches and
+matrix products for cuBLASLt in order; docs/cuda.md). --target=cpu is the
+default.
 --no-fuse leaves every token-local op its own kernel (no drc.fused regions
 before linalg): the reference the fused program is tested against.
 --probes compiles the forward functions drc-probe runs instead of the train
