@@ -458,7 +458,12 @@ def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
     region's tile: one nest per op) calls each as a step function,
     deduplicated the same way (Sinkhorn's iterations, every layer's ops):
     LLVM's loop passes are superlinear in the loops of one function, and
-    mHC's tiles hold hundreds.
+    mHC's tiles hold hundreds. Before comparing, an argument that is a view
+    at a static place (a layer's parameter in the parameter buffer, rows of
+    a bank) becomes one with a dynamic offset, cast at the call, together
+    with the views the function makes of it, so every layer's copy of a
+    kernel or step is the same function: HC at d_model 256 outlines 166
+    functions instead of 957.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
