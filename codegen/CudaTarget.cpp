@@ -273,6 +273,10 @@ private:
   /// A static view of an argument, scratch or constant buffer, which this
   /// launch uses (its buffer's life includes it); nothing for another value.
   std::optional<::drc::CudaOperand> viewOf(Value value) {
+    // A kernel's argument takes the view with a dynamic offset
+    // (drc-gpu-merge-modules); its place is the view's before the cast.
+    while (auto cast = value.getDefiningOp<memref::CastOp>())
+      value = cast.getSource();
     std::optional<::drc::CudaOperand> view = mlir::drc::typeView(value);
     auto it = buffers.find(baseOf(value));
     if (!view || it == buffers.end())

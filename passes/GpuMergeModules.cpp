@@ -1,5 +1,6 @@
 //===- GpuMergeModules.cpp - One gpu.module for all kernels --------------===//
 #include "passes/Passes.h"
+#include "passes/ViewArguments.h"
 
 namespace mlir::drc {
 #define GEN_PASS_DEF_GPUMERGEMODULES
@@ -37,10 +38,29 @@ struct GpuMergeModulesPass
     llvm::DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> renamed;
     // A kernel's text under a fixed name -> the merged kernel doing that.
     llvm::StringMap<StringAttr> byBody;
+    // Each kernel's launches, where its views' offsets are cast away.
+    DenseMap<std::pair<StringAttr, StringAttr>, SmallVector<gpu::LaunchFuncOp>>
+        launches;
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      SymbolRefAttr kernel = launch.getKernel();
+      launches[{kernel.getRootReference(), kernel.getLeafReference()}]
+          .push_back(launch);
+    });
     for (gpu::GPUModuleOp old : modules) {
       for (Operation &op : llvm::make_early_inc_range(*old.getBody())) {
         if (op.hasTrait<OpTrait::IsTerminator>())
           continue;
+        if (auto kernel = dyn_cast<gpu::GPUFuncOp>(op))
+          drc::makeOffsetsArguments(kernel, [&](unsigned index,
+                                                MemRefType type) {
+            for (gpu::LaunchFuncOp launch :
+                 launches.lookup({old.getNameAttr(), kernel.getNameAttr()})) {
+              OpOperand &operand = launch.getKernelOperandsMutable()[index];
+              builder.setInsertionPoint(launch);
+              operand.set(memref::CastOp::create(builder, launch.getLoc(), type,
+                                                 operand.get()));
+            }
+          });
         auto symbol = dyn_cast<SymbolOpInterface>(op);
         StringAttr oldName = symbol ? symbol.getNameAttr() : StringAttr();
         std::string body = symbol ? bodyText(symbol) : std::string();

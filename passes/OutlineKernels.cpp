@@ -1,9 +1,9 @@
 //===- OutlineKernels.cpp - One function per loop nest -------------------===//
 #include "passes/Passes.h"
 
+#include "passes/ViewArguments.h"
+
 #include "mlir/Dialect/SCF/Utils/Utils.h"
-#include "mlir/Interfaces/CallInterfaces.h"
-#include "mlir/Interfaces/LoopLikeInterface.h"
 
 #include <functional>
 
@@ -19,88 +19,6 @@ namespace {
 
 bool isKernel(Operation *op) {
   return isa<scf::ForallOp, scf::ForOp, scf::ParallelOp, linalg::LinalgOp>(op);
-}
-
-/// Memref type `type` with its strides and a dynamic offset, or null if its
-/// offset is dynamic already.
-MemRefType withDynamicOffset(MemRefType type) {
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset))
-    return nullptr;
-  return MemRefType::get(
-      type.getShape(), type.getElementType(),
-      StridedLayoutAttr::get(type.getContext(), ShapedType::kDynamic, strides),
-      type.getMemorySpace());
-}
-
-/// A kernel argument made a view with a dynamic offset: one with a strided
-/// layout and a static offset (a view of a parameter, or of rows of a
-/// buffer, at a fixed place). Buffers of their own (the identity layout)
-/// stay as they are.
-MemRefType generalArgument(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  if (!memref || !isa<StridedLayoutAttr>(memref.getLayout()))
-    return nullptr;
-  return withDynamicOffset(memref);
-}
-
-/// Views whose result lies at the source's offset plus a part that does not
-/// depend on it, with the source's strides: a dynamic source offset makes
-/// theirs dynamic and changes nothing else.
-bool offsetFollowsSource(Operation *op) {
-  return isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-             memref::CastOp, memref::TransposeOp>(op);
-}
-
-/// The uses of `value` and of the views offsetFollowsSource makes of it, in
-/// `views` (in order, each after its source), unless a use would need its
-/// type as it is: it is passed on (a call, a loop's carried value, a
-/// terminator) or another op makes a memref from it.
-bool viewsFollowing(Value value, SmallVectorImpl<Operation *> &views) {
-  for (Operation *user : value.getUsers()) {
-    if (offsetFollowsSource(user)) {
-      views.push_back(user);
-      if (!viewsFollowing(user->getResult(0), views))
-        return false;
-      continue;
-    }
-    if (user->hasTrait<OpTrait::IsTerminator>() ||
-        isa<CallOpInterface, LoopLikeOpInterface>(user) ||
-        llvm::any_of(user->getResultTypes(), llvm::IsaPred<MemRefType>))
-      return false;
-  }
-  return true;
-}
-
-/// Makes the static offsets of `kernel`'s views of memory outside it (a
-/// parameter's place in the parameter buffer, a bank row's) arguments:
-/// the arguments become views with dynamic offsets, cast at `call`, and so
-/// do the views the kernel makes of them. Kernels that differ only there
-/// (every layer's, reading its own parameters) are then one function, which
-/// LLVM compiles once.
-void makeOffsetsArguments(func::FuncOp kernel, func::CallOp call) {
-  Block &entry = kernel.getBody().front();
-  SmallVector<Type> inputs(kernel.getArgumentTypes());
-  OpBuilder builder(call);
-  for (BlockArgument arg : entry.getArguments()) {
-    MemRefType general = generalArgument(arg.getType());
-    SmallVector<Operation *> views;
-    if (!general || !viewsFollowing(arg, views))
-      continue;
-    arg.setType(general);
-    for (Operation *view : views)
-      if (MemRefType viewType =
-              withDynamicOffset(cast<MemRefType>(view->getResult(0).getType())))
-        view->getResult(0).setType(viewType);
-    inputs[arg.getArgNumber()] = general;
-    OpOperand &operand = call->getOpOperand(arg.getArgNumber());
-    operand.set(
-        memref::CastOp::create(builder, call.getLoc(), general, operand.get()));
-  }
-  kernel.setFunctionType(
-      builder.getFunctionType(inputs, kernel.getResultTypes()));
 }
 
 /// The text of `kernel` under a fixed name: equal for kernels that do the
@@ -138,7 +56,12 @@ bool outline(IRRewriter &rewriter, Operation *op, const std::string &name,
   // The wrapper now holds only the call; put the call in its place.
   call->moveBefore(wrapper);
   rewriter.eraseOp(wrapper);
-  makeOffsetsArguments(*kernel, call);
+  OpBuilder builder(call);
+  makeOffsetsArguments(*kernel, [&](unsigned index, MemRefType type) {
+    OpOperand &operand = call->getOpOperand(index);
+    operand.set(
+        memref::CastOp::create(builder, call.getLoc(), type, operand.get()));
+  });
   beforeComparing(*kernel);
   auto [first, inserted] = byBody.try_emplace(kernelBody(*kernel), *kernel);
   if (!inserted) {

@@ -439,7 +439,10 @@ def GpuMergeModules : Pass<"drc-gpu-merge-modules", "::mlir::ModuleOp"> {
     keeping one of each set of identical kernels (the same work on the same
     shapes, as in every layer and in both loss and train_step), and points
     each gpu.launch_func at it, so a program is one PTX module the runtime
-    loads once.
+    loads once. Before comparing, a kernel argument that is a view at a
+    static place (a layer's parameter) takes a dynamic offset, read from
+    the memref descriptor the runtime passes, and each launch casts its
+    view: the layers' copies of a kernel are then identical.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
