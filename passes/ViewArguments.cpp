@@ -1,4 +1,4 @@
-//===- ViewArguments.cpp - Kernels that take their views' offsets ---------===//
+//===- ViewArguments.cpp - Kernels that take their views' offsets --------===//
 #include "passes/ViewArguments.h"
 
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -68,7 +68,10 @@ void mlir::drc::makeOffsetsArguments(
     llvm::function_ref<void(unsigned, MemRefType)> castOperand) {
   Block &entry = kernel.getFunctionBody().front();
   SmallVector<Type> inputs(kernel.getArgumentTypes());
-  for (BlockArgument arg : entry.getArguments()) {
+  // Only the inputs: a gpu.func's workgroup and private buffers follow
+  // them among the entry block's arguments.
+  for (BlockArgument arg :
+       entry.getArguments().take_front(kernel.getNumArguments())) {
     MemRefType general = generalArgument(arg.getType());
     SmallVector<Operation *> views;
     if (!general || !viewsFollowing(arg, views))
