@@ -408,13 +408,12 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   int64_t rm = 0, rn = 0;
   for (int64_t r = registerRows; r >= 1 && !rm; r /= 2)
     rm = m % r == 0 ? r : 0;
-  for (int64_t c = registerColumns; c >= 8 && !rn; c /= 2)
-    rn = n % c == 0 ? c : 0;
   // A causal product must be tiled, not left scalar: the softmax writes a
   // block's scores only up to each row tile's diagonal, and the tiles skip
-  // the rest. Products whose columns are a head (d_h not a multiple of 8)
-  // take narrower register tiles.
-  for (int64_t c = 4; causal && c >= 1 && !rn; c /= 2)
+  // the rest. Its columns may be a head (d_h not a multiple of 8), so it
+  // takes register tiles down to one column wide.
+  int64_t narrowest = causal ? 1 : 8;
+  for (int64_t c = registerColumns; c >= narrowest && !rn; c /= 2)
     rn = n % c == 0 ? c : 0;
   if (!rm || !rn)
     return success(); // left scalar: correct, slower

@@ -51,15 +51,12 @@ struct GpuMergeModulesPass
         if (op.hasTrait<OpTrait::IsTerminator>())
           continue;
         if (auto kernel = dyn_cast<gpu::GPUFuncOp>(op))
-          drc::makeOffsetsArguments(kernel, [&](unsigned index,
-                                                MemRefType type) {
+          drc::makeOffsetsArguments(kernel, [&](unsigned index) {
+            SmallVector<OpOperand *> operands;
             for (gpu::LaunchFuncOp launch :
-                 launches.lookup({old.getNameAttr(), kernel.getNameAttr()})) {
-              OpOperand &operand = launch.getKernelOperandsMutable()[index];
-              builder.setInsertionPoint(launch);
-              operand.set(memref::CastOp::create(builder, launch.getLoc(), type,
-                                                 operand.get()));
-            }
+                 launches.lookup({old.getNameAttr(), kernel.getNameAttr()}))
+              operands.push_back(&launch.getKernelOperandsMutable()[index]);
+            return operands;
           });
         auto symbol = dyn_cast<SymbolOpInterface>(op);
         StringAttr oldName = symbol ? symbol.getNameAttr() : StringAttr();

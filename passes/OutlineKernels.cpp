@@ -56,11 +56,8 @@ bool outline(IRRewriter &rewriter, Operation *op, const std::string &name,
   // The wrapper now holds only the call; put the call in its place.
   call->moveBefore(wrapper);
   rewriter.eraseOp(wrapper);
-  OpBuilder builder(call);
-  makeOffsetsArguments(*kernel, [&](unsigned index, MemRefType type) {
-    OpOperand &operand = call->getOpOperand(index);
-    operand.set(
-        memref::CastOp::create(builder, call.getLoc(), type, operand.get()));
+  makeOffsetsArguments(*kernel, [&](unsigned index) {
+    return SmallVector<OpOperand *>{&call->getOpOperand(index)};
   });
   beforeComparing(*kernel);
   auto [first, inserted] = byBody.try_emplace(kernelBody(*kernel), *kernel);

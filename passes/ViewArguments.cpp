@@ -65,7 +65,8 @@ bool viewsFollowing(Value value, SmallVectorImpl<Operation *> &views) {
 
 void mlir::drc::makeOffsetsArguments(
     FunctionOpInterface kernel,
-    llvm::function_ref<void(unsigned, MemRefType)> castOperand) {
+    llvm::function_ref<SmallVector<OpOperand *>(unsigned)> operandsOf) {
+  OpBuilder builder(kernel.getContext());
   Block &entry = kernel.getFunctionBody().front();
   SmallVector<Type> inputs(kernel.getArgumentTypes());
   // Only the inputs: a gpu.func's workgroup and private buffers follow
@@ -82,7 +83,11 @@ void mlir::drc::makeOffsetsArguments(
               withDynamicOffset(cast<MemRefType>(view->getResult(0).getType())))
         view->getResult(0).setType(viewType);
     inputs[arg.getArgNumber()] = general;
-    castOperand(arg.getArgNumber(), general);
+    for (OpOperand *operand : operandsOf(arg.getArgNumber())) {
+      builder.setInsertionPoint(operand->getOwner());
+      operand->set(memref::CastOp::create(
+          builder, operand->getOwner()->getLoc(), general, operand->get()));
+    }
   }
   kernel.setType(
       FunctionType::get(kernel.getContext(), inputs, kernel.getResultTypes()));

@@ -19,11 +19,12 @@ namespace mlir::drc {
 /// layout with a static offset) a dynamic offset, and so the views the
 /// kernel makes of them (subview, expand_shape, collapse_shape, cast,
 /// transpose). An argument the kernel passes on, or makes a memref of in
-/// another way, keeps its type. `castOperand(index, type)` is called for
-/// each argument changed: the caller casts that operand at its call sites.
+/// another way, keeps its type. `operandsOf(index)` gives the operands that
+/// pass argument `index` at the kernel's call sites; each changed one is
+/// cast there.
 void makeOffsetsArguments(
     FunctionOpInterface kernel,
-    llvm::function_ref<void(unsigned, MemRefType)> castOperand);
+    llvm::function_ref<SmallVector<OpOperand *>(unsigned)> operandsOf);
 
 } // namespace mlir::drc
 
