@@ -156,7 +156,9 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     thread's loop that swaps its last two axes (attention's kᵀ, vᵀ of a
     block) moves in 16x16 squares transposed by register shuffles. Tile sizes are chosen per op to divide its static shape,
     so no masking is needed; an op whose shape no tile divides stays scalar
-    (correct, slower). A fused region's small elementwise kernels (innermost
+    (correct, slower), except a causal product, whose register tile narrows
+    down to one column (a head of 28) so that it still skips the scores
+    above the diagonal, which the softmax never writes. A fused region's small elementwise kernels (innermost
     extent at most 8, at most 1024 elements: Sinkhorn steps, coefficient
     squashes) are vectorised, 16 elements per vector op, constant-index
     reads becoming shuffles of the token's matrix read once, their arithmetic on flat 16-lane vectors. Outside fused regions, a long sum into a
