@@ -23,6 +23,7 @@
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/SmallVectorMemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -89,6 +90,19 @@ static LogicalResult addPackedEntries(llvm::Module &module,
   return success();
 }
 
+/// Turns off LLVM's post-register-allocation list scheduler for this process,
+/// as llc's -post-RA-scheduler=false does (the option must be set, not just
+/// false, to override the subtarget). x86 runs it for Zen cores, and its
+/// dependence graph is quadratic in a block's length: it took a third of
+/// the code generation of a Full AttnRes model's unrolled kernels, for no
+/// step time an out-of-order core could tell apart (docs/compiler.md).
+static void disablePostRaScheduler() {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("post-RA-scheduler");
+  if (it != options.end())
+    (void)it->second->addOccurrence(/*pos=*/1, "post-RA-scheduler", "false");
+}
+
 /// `machine`'s code generator on an optimised module, to an object.
 static llvm::Error emitObject(llvm::Module &module,
                               llvm::TargetMachine &machine,
@@ -102,19 +116,16 @@ static llvm::Error emitObject(llvm::Module &module,
   return llvm::Error::success();
 }
 
-/// O3 on the whole module, then code generation in `parts` parts
-/// (llvm::SplitModule), one thread and LLVM context each. The optimiser
-/// sees every call of a kernel (its constant arguments, private linkage);
-/// code generation, most of the time, works a function at a time, so the
-/// parts give the same code as the whole and a 2-core machine halves it.
+/// The module split into `parts` parts (llvm::SplitModule), then O3 and
+/// code generation of each on its own thread and LLVM context. Kernels are
+/// already vectorised and every call passes a kernel its views, so the
+/// optimiser gains nothing from seeing a kernel's callers (the same step
+/// times as O3 on the whole module first, measured with bench/ab-train),
+/// and the optimiser's time is split across cores too (docs/compiler.md).
 static llvm::Expected<std::vector<SmallVector<char, 0>>>
-compileObjects(llvm::Module &module, llvm::TargetMachine &machine,
+compileObjects(llvm::Module &module,
                const llvm::orc::JITTargetMachineBuilder &builder,
                unsigned parts) {
-  if (llvm::Error error =
-          makeOptimizingTransformer(/*optLevel=*/3,
-                                    /*sizeLevel=*/0, &machine)(&module))
-    return std::move(error);
   std::vector<SmallVector<char, 0>> bitcode;
   llvm::SplitModule(
       module, parts,
@@ -143,6 +154,12 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine,
       auto partMachine = own.createTargetMachine();
       if (!partMachine) {
         errors[i] = llvm::toString(partMachine.takeError());
+        return;
+      }
+      if (llvm::Error e = makeOptimizingTransformer(
+              /*optLevel=*/3, /*sizeLevel=*/0,
+              partMachine->get())(part->get())) {
+        errors[i] = llvm::toString(std::move(e));
         return;
       }
       if (llvm::Error e = emitObject(**part, **partMachine, objects[i]))
@@ -174,6 +191,7 @@ CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
   static bool initialised = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    disablePostRaScheduler();
     return true;
   }();
   (void)initialised;
@@ -237,7 +255,7 @@ CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
     objects = moduleCache.load();
     fromCache = !objects.empty();
     if (!fromCache) {
-      auto code = compileObjects(*module, **machine, *builder, parts);
+      auto code = compileObjects(*module, *builder, parts);
       if (!code)
         return program.emitError() << "drc: LLVM compilation failed: "
                                    << llvm::toString(code.takeError());
