@@ -90,7 +90,8 @@ static LogicalResult addPackedEntries(llvm::Module &module,
   return success();
 }
 
-/// Turns off LLVM's post-register-allocation list scheduler for this process,
+/// Turns off LLVM's post-register-allocation list scheduler for this process
+/// (a process-wide LLVM option; drc compiles nothing that wants it),
 /// as llc's -post-RA-scheduler=false does (the option must be set, not just
 /// false, to override the subtarget). x86 runs it for Zen cores, and its
 /// dependence graph is quadratic in a block's length: it took a third of
@@ -99,8 +100,12 @@ static LogicalResult addPackedEntries(llvm::Module &module,
 static void disablePostRaScheduler() {
   auto &options = llvm::cl::getRegisteredOptions();
   auto it = options.find("post-RA-scheduler");
-  if (it != options.end())
-    (void)it->second->addOccurrence(/*pos=*/1, "post-RA-scheduler", "false");
+  if (it == options.end()) {
+    llvm::errs() << "drc: warning: this LLVM has no post-RA-scheduler option; "
+                    "compiles take longer\n";
+    return;
+  }
+  (void)it->second->addOccurrence(/*pos=*/1, "post-RA-scheduler", "false");
 }
 
 /// `machine`'s code generator on an optimised module, to an object.

@@ -9,7 +9,7 @@
 //
 // Objects are cached on disk (ObjectCache.h): a program compiled before, by
 // any drc tool on this machine, loads in a fraction of a second instead of
-// LLVM's minute.
+// LLVM's several seconds.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_CODEGEN_CPUJIT_H
