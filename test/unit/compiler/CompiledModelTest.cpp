@@ -1,14 +1,16 @@
 //===- CompiledModelTest.cpp - A whole compiled Pre-LN model -------------===//
 //
 // The compiled forward against the independent scalar reference
-// (test/reference), and the compiled gradients of a whole tiny model against
-// central finite differences in double.
+// (test/reference), the compiled gradients of a whole tiny model against
+// central finite differences in double, and the JIT's LLVM settings.
 //
 //===----------------------------------------------------------------------===//
 #include "CompilerTestSupport.h"
 
 #include "runtime/ModelSpec.h"
 #include "test/reference/PreLnReference.h"
+
+#include "llvm/Support/CommandLine.h"
 
 using namespace drc::test;
 
@@ -133,4 +135,19 @@ TEST_CASE("a training step lowers the loss of its batch", "[model]") {
   // Memorising one batch: at init the loss is ~ln 32 = 3.47.
   CHECK(std::abs(first - std::log(32.0f)) < 0.05f);
   CHECK(last < first - 1.0f);
+}
+
+TEST_CASE("the CPU JIT turns LLVM's post-RA list scheduler off", "[model]") {
+  // CpuJit sets LLVM's post-RA-scheduler option to false (a third of code
+  // generation for unrolled kernels, no step time). An LLVM that renamed the
+  // option would only warn and compile slower; this fails instead.
+  drc::ModelSpec spec = tinySpec();
+  CompilerContext ctx;
+  auto model = mlir::drc::CpuModel::compile(ctx.context, spec);
+  REQUIRE(mlir::succeeded(model));
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("post-RA-scheduler");
+  REQUIRE(it != options.end());
+  CHECK(it->second->getPosition() > 0);
+  CHECK_FALSE(static_cast<llvm::cl::opt<bool> *>(it->second)->getValue());
 }
