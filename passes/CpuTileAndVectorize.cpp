@@ -1139,9 +1139,8 @@ struct CpuTileAndVectorizePass
       vectoriseSmallElementwise(rewriter, op, flat);
     // Kernels outside fused regions.
     SmallVector<linalg::GenericOp> generics;
-    for (auto fn : getOperation().getOps<func::FuncOp>())
-      for (auto generic : fn.getBody().getOps<linalg::GenericOp>())
-        generics.push_back(generic);
+    for (auto generic : getOperation().getBody().getOps<linalg::GenericOp>())
+      generics.push_back(generic);
     for (linalg::GenericOp op : generics) {
       linalg::GenericOp kernel = splitLongReduction(rewriter, op);
       if (failed(scheduleGeneric(rewriter, kernel))) {

@@ -141,7 +141,7 @@ def BindBuffers : Pass<"drc-bind-buffers", "::mlir::ModuleOp"> {
                            "::mlir::math::MathDialect", "::mlir::scf::SCFDialect"];
 }
 
-def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
+def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::func::FuncOp"> {
   let summary = "Tile and vectorise drc's kernels for the host CPU, on tensors";
   let description = [{
     Matmuls (linalg.matmul, row-major) are split across
@@ -167,7 +167,9 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
     summed axis, added in order; other kernels, on tensors or in place on
     buffers (AdamW), split their outer loop across threads. A row appended
     to a bank through a reshape becomes a rank-reducing insert, so its
-    producer writes the bank row. Runs before bufferization.
+    producer writes the bank row. Runs before bufferization, on each
+    function (the pass manager's threads take the entry points side by
+    side).
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t", "4",
@@ -179,7 +181,7 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect"];
 }
 
-def ApproximateMath : Pass<"drc-approximate-math", "::mlir::ModuleOp"> {
+def ApproximateMath : Pass<"drc-approximate-math", "::mlir::func::FuncOp"> {
   let summary = "Replace f32 math.exp by a polynomial that LLVM can vectorise";
   let description = [{
     libm's expf is a scalar call, so a softmax or SiLU loop that calls it
