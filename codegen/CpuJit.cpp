@@ -90,13 +90,12 @@ static LogicalResult addPackedEntries(llvm::Module &module,
   return success();
 }
 
-/// Turns off LLVM's post-register-allocation list scheduler for this process
-/// (a process-wide LLVM option; drc compiles nothing that wants it),
-/// as llc's -post-RA-scheduler=false does (the option must be set, not just
-/// false, to override the subtarget). x86 runs it for Zen cores, and its
-/// dependence graph is quadratic in a block's length: it took a third of
-/// the code generation of a Full AttnRes model's unrolled kernels, for no
-/// step time an out-of-order core could tell apart (docs/compiler.md).
+/// Turns off LLVM's post-register-allocation list scheduler, as llc's
+/// -post-RA-scheduler=false does: the option is process-wide, and must be
+/// given (not just false) to override the subtarget. x86 runs it for Zen
+/// cores; quadratic in a block's length, it took a third of the code
+/// generation of Full AttnRes's unrolled kernels for no step time an
+/// out-of-order core could tell apart (docs/compiler.md).
 static void disablePostRaScheduler() {
   auto &options = llvm::cl::getRegisteredOptions();
   auto it = options.find("post-RA-scheduler");

@@ -1,9 +1,10 @@
 //===- ObjectCache.h - compiled objects on disk, by program ----*- C++ -*-===//
 //
 // LLVM's O3 and code generation of a train step take seconds (up to about
-// ten for an 8-layer model on 2 cores), and the same program is compiled again by every run of the same shape: resumed
-// runs, seeds and learning rates of a sweep, drc-eval after drc-train. Two
-// kinds of entry find it again:
+// ten for an 8-layer model on 2 cores), and the same program is compiled
+// again by every run of the same shape: resumed runs, seeds and learning
+// rates of a sweep, drc-eval after drc-train. Two kinds of entry find it
+// again:
 //
 // - a module entry holds the objects, keyed by a 128-bit hash of the
 //   unoptimised LLVM IR (as bitcode), the target CPU and features, LLVM's
