@@ -405,8 +405,11 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   auto causal = op->getAttrOfType<StringAttr>(kCausalAttr);
   ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
   int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+  // Rows: the largest divisor of m up to registerRows, so a result of 5 or
+  // 6 rows (HC's coefficient projections' weight gradients) keeps 10 or 12
+  // accumulators in flight instead of 2, whose FMA chains stall on latency.
   int64_t rm = 0, rn = 0;
-  for (int64_t r = registerRows; r >= 1 && !rm; r /= 2)
+  for (int64_t r = registerRows; r >= 1 && !rm; --r)
     rm = m % r == 0 ? r : 0;
   // A causal product must be tiled, not left scalar: the softmax writes a
   // block's scores only up to each row tile's diagonal, and the tiles skip

@@ -90,6 +90,17 @@ func.func @few_rows(%a: tensor<24x2048xf32>, %b: tensor<2048x1024xf32>, %c: tens
   return %r : tensor<24x1024xf32>
 }
 
+// HC's width-coefficient gradient over a 64-token tile: 5 rows, so the
+// register tile is 5x32 (ten accumulators), not 1x32 (two, whose FMA chains
+// wait on each other's latency).
+// CHECK-LABEL: func.func @five_rows
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<5x32xf32>, vector<5x32xf32>)
+// CHECK: vector.contract {{.*}} : vector<5x1xf32>, vector<1x32xf32> into vector<5x32xf32>
+func.func @five_rows(%a: tensor<5x64xf32>, %b: tensor<64x256xf32>, %c: tensor<5x256xf32>) -> tensor<5x256xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<5x64xf32>, tensor<64x256xf32>) outs(%c : tensor<5x256xf32>) -> tensor<5x256xf32>
+  return %r : tensor<5x256xf32>
+}
+
 // A projection over 2048 tokens packs B into 32-column panels and threads
 // over row blocks.
 // CHECK-LABEL: func.func @many_rows
