@@ -20,7 +20,7 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
     return failure();
   // The sizes from @probe's results: states [N, L+1, Z], lens [N, L+1, V],
   // maps [N, 2L, n*n] when the scheme marks a transport, the loss, then the
-  // state values entering each block, which @skip_<s> takes.
+  // state values entering each block, from which the skip chains start.
   auto probe = (*module)->lookupSymbol<func::FuncOp>("probe");
   auto results = probe.getFunctionType().getResults();
   auto states = cast<RankedTensorType>(results[0]);
@@ -38,13 +38,35 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
   std::vector<std::vector<float>> entering;
   for (Type t : results.drop_front(loss + 1))
     entering.emplace_back(cast<RankedTensorType>(t).getNumElements());
+  std::vector<std::vector<ChainStep>> chains;
+  for (Attribute chain :
+       (**module)->getAttrOfType<ArrayAttr>(kSkipChainsAttr)) {
+    chains.emplace_back();
+    for (Attribute name : cast<ArrayAttr>(chain)) {
+      auto function = (*module)->lookupSymbol<func::FuncOp>(
+          cast<StringAttr>(name).getValue());
+      // Tensor results are buffers of their own, in order; the scalars
+      // (the loss) share one buffer after them.
+      ChainStep step{cast<StringAttr>(name).str(), {}};
+      int64_t scalars = 0;
+      for (Type t : function.getFunctionType().getResults()) {
+        auto tensor = cast<RankedTensorType>(t);
+        if (tensor.getRank() == 0)
+          ++scalars;
+        else
+          step.results.push_back(tensor.getNumElements());
+      }
+      step.results.push_back(scalars);
+      chains.back().push_back(std::move(step));
+    }
+  }
   TrainPipelineOptions train = trainPipelineOptions(spec);
   train.differentiate = false;
   FailureOr<HostProgram> program = compileForHost(**module, train);
   if (failed(program))
     return failure();
-  return std::unique_ptr<CpuProbeModel>(
-      new CpuProbeModel(std::move(*program), sizes, std::move(entering)));
+  return std::unique_ptr<CpuProbeModel>(new CpuProbeModel(
+      std::move(*program), sizes, std::move(entering), std::move(chains)));
 }
 
 float CpuProbeModel::probe(const float *params, const int32_t *inputs,
@@ -73,30 +95,42 @@ float CpuProbeModel::skip(int64_t block, const float *params,
   if (lastStates.empty())
     llvm::report_fatal_error("drc: skip before probe on the batch");
   flushDenormals();
-  // @skip_<block> continues from the state values entering `block`.
-  int64_t depths = sizes.blocks + 1, later = sizes.blocks - block,
+  int64_t depths = sizes.blocks + 1, depth = block + 1,
           arity = int64_t(entering.size()) / sizes.blocks, Z = sizes.width;
-  std::vector<float> tail(sizes.tokens * later * Z);
-  float out = 0;
-  SmallVector<void *> args{const_cast<float *>(params),
-                           const_cast<int32_t *>(inputs),
-                           const_cast<int32_t *>(targets)};
-  for (int64_t i = 0; i < arity; ++i)
-    args.push_back(entering[block * arity + i].data());
-  args.push_back(tail.data());
-  args.push_back(&out);
-  std::string name = "skip_" + std::to_string(block);
-  if (failed(program.jit->call(name, args)))
-    llvm::report_fatal_error(
-        ("drc: " + name + " is missing from the program").c_str());
-  // z_0 ... z_block as probe() computed them, then the program's.
-  for (int64_t t = 0; t < sizes.tokens; ++t) {
+  // z_0 ... z_block as probe() computed them.
+  for (int64_t t = 0; t < sizes.tokens; ++t)
     std::copy_n(lastStates.data() + t * depths * Z, (block + 1) * Z,
                 states + t * depths * Z);
-    std::copy_n(tail.data() + t * later * Z, later * Z,
-                states + (t * depths + block + 1) * Z);
+  // Then the chain from the state entering `block`: each call returns z
+  // of the block it runs, the state it passes on, and its scalars (the
+  // last call: no state, the loss).
+  SmallVector<void *> state;
+  for (int64_t i = 0; i < arity; ++i)
+    state.push_back(entering[block * arity + i].data());
+  std::vector<std::vector<float>> passed;
+  for (const ChainStep &step : chains[block]) {
+    std::vector<std::vector<float>> results;
+    for (int64_t elements : step.results)
+      results.emplace_back(elements);
+    SmallVector<void *> args{const_cast<float *>(params),
+                             const_cast<int32_t *>(inputs),
+                             const_cast<int32_t *>(targets)};
+    args.append(state);
+    for (std::vector<float> &result : results)
+      args.push_back(result.data());
+    if (failed(program.jit->call(step.function, args)))
+      llvm::report_fatal_error(
+          ("drc: " + step.function + " is missing from the program").c_str());
+    for (int64_t t = 0; t < sizes.tokens; ++t)
+      std::copy_n(results.front().data() + t * Z, Z,
+                  states + (t * depths + depth) * Z);
+    ++depth;
+    passed = std::move(results);
+    state.clear();
+    for (size_t i = 1; i + 1 < passed.size(); ++i)
+      state.push_back(passed[i].data());
   }
-  return out;
+  return passed.back().front(); // the end's scalars: the loss
 }
 
 float CpuProbeModel::loss(const float *params, const int32_t *inputs,

@@ -1,8 +1,8 @@
 //===- CpuProbeModel.h - A spec's probe functions for the host --*- C++ -*-===//
 //
-// The probe module of a spec (ImportOptions::probes: @loss, @probe and one
-// @skip_<s> per block), compiled forward-only and JIT-linked for the host
-// CPU as a drc::ProbeProgram.
+// The probe module of a spec (ImportOptions::probes: @loss, @probe and the
+// functions of the skip chains), compiled forward-only and JIT-linked for
+// the host CPU as a drc::ProbeProgram.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_CODEGEN_CPUPROBEMODEL_H
@@ -34,15 +34,26 @@ public:
              const int32_t *targets) override;
 
 private:
+  /// One call of a skip chain: the function, and the element counts of its
+  /// result buffers: z_b, the state it passes on (none after the last
+  /// block), then its scalar results (the loss, at the end).
+  struct ChainStep {
+    std::string function;
+    std::vector<int64_t> results;
+  };
   CpuProbeModel(HostProgram program, ::drc::ProbeShape sizes,
-                std::vector<std::vector<float>> entering)
+                std::vector<std::vector<float>> entering,
+                std::vector<std::vector<ChainStep>> chains)
       : program(std::move(program)), sizes(sizes),
-        entering(std::move(entering)) {}
+        entering(std::move(entering)), chains(std::move(chains)) {}
   HostProgram program;
   ::drc::ProbeShape sizes;
   /// The state values entering each block (block-major), from the last
   /// probe(), and its depth states.
   std::vector<std::vector<float>> entering;
+  /// Per skipped block s, the calls that run the blocks after it
+  /// (kSkipChainsAttr).
+  std::vector<std::vector<ChainStep>> chains;
   std::vector<float> lastStates;
 };
 

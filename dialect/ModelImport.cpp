@@ -550,30 +550,32 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
       functions.push_back(f);
       return success();
     };
-    // The model from `state` entering block `first` to the end;
-    // `atBlock(b, S)` sees the state entering each block b, and the final
-    // one (b = L).
+    // Block `block`'s two sublayers on `state`.
+    auto runBlock = [&](SmallVector<Value> &state, int64_t block,
+                        SmallVector<Value> *transports) -> LogicalResult {
+      std::string prefix = "blocks." + std::to_string(block) + ".";
+      for (int64_t k : {2 * block, 2 * block + 1})
+        if (failed(sublayer(state, k, block, prefix, transports)))
+          return failure();
+      return success();
+    };
+    // The model from the embedding to the end; `atBlock(b, S)` sees the
+    // state entering each block b, and the final one (b = L).
     auto forward =
-        [&](SmallVector<Value> state, int64_t first,
-            SmallVector<Value> *transports,
+        [&](SmallVector<Value> state, SmallVector<Value> *transports,
             function_ref<LogicalResult(int64_t, ArrayRef<Value>)> atBlock)
         -> FailureOr<SmallVector<Value>> {
-      for (int64_t block = first; block <= L; ++block) {
+      for (int64_t block = 0; block <= L; ++block) {
         if (failed(atBlock(block, state)))
           return failure();
-        if (block == L)
-          break;
-        std::string prefix = "blocks." + std::to_string(block) + ".";
-        for (int64_t k : {2 * block, 2 * block + 1})
-          if (failed(sublayer(state, k, block, prefix, transports)))
-            return failure();
+        if (block < L && failed(runBlock(state, block, transports)))
+          return failure();
       }
       return state;
     };
 
-    // @probe also returns the state entering each block, from which @skip_s
-    // runs the blocks after s: together they run each block once per skip
-    // after it instead of the whole model per skip.
+    // @probe also returns the state entering each block, from which the
+    // skip chains (kSkipChainsAttr) run the blocks after a skipped one.
     SmallVector<SmallVector<Type>> entering;
     LogicalResult built = define(
         "probe", {},
@@ -583,7 +585,7 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
           if (failed(embedded))
             return failure();
           FailureOr<SmallVector<Value>> final = forward(
-              *embedded, 0, &transports,
+              *embedded, &transports,
               [&](int64_t block, ArrayRef<Value> state) -> LogicalResult {
                 if (block < L) {
                   states.append(state.begin(), state.end());
@@ -656,30 +658,67 @@ mlir::drc::importModelSpec(MLIRContext &context, const ::drc::ModelSpec &spec,
           results.append(states);
           return results;
         });
-    for (int64_t skip = 0; succeeded(built) && skip < L; ++skip)
-      built = define(
-          "skip_" + std::to_string(skip), entering[skip],
-          [&](Block::BlockArgListType args) -> FailureOr<SmallVector<Value>> {
-            SmallVector<Value> zs;
-            FailureOr<SmallVector<Value>> final = forward(
-                SmallVector<Value>(args.drop_front(2)), skip + 1, nullptr,
-                [&](int64_t block, ArrayRef<Value> state) -> LogicalResult {
-                  FailureOr<Value> z = depthState(state, block);
-                  if (succeeded(z))
-                    zs.push_back(*z);
-                  return success(succeeded(z));
-                });
-            if (failed(final))
-              return failure();
-            FailureOr<Value> depths = stack(zs, "depth states");
-            FailureOr<Value> loss =
-                lmLoss(*final, "final.", "final_norm.gain", args[1]);
-            if (failed(depths) || failed(loss))
-              return failure();
-            return SmallVector<Value>{*depths, *loss};
-          });
+    // Skipping block s passes S_s to block s + 1. Each later block, and
+    // the end (final depth state and loss), is a function of the state
+    // types it receives, defined once per block and distinct types (one
+    // per block when the state keeps its types from block to block, as
+    // HC's streams do; an AttnRes bank is two rows short after a skip), so
+    // the probe module grows with L, not with the L²/2 blocks the skips
+    // run. @chain_<b>_<i>: S -> (z_b, S after block b); @end_<i>: S -> (z_L,
+    // loss).
+    struct Step {
+      int64_t block;
+      SmallVector<Type> types, after; // received, passed on
+      std::string name;
+    };
+    SmallVector<Step> defined;
+    DenseMap<int64_t, int64_t> variants;
+    SmallVector<Attribute> chains;
+    for (int64_t skip = 0; succeeded(built) && skip < L; ++skip) {
+      SmallVector<Type> types = entering[skip];
+      SmallVector<Attribute> chain;
+      for (int64_t block = skip + 1; succeeded(built) && block <= L; ++block) {
+        auto *found = llvm::find_if(defined, [&](const Step &step) {
+          return step.block == block && step.types == types;
+        });
+        if (found == defined.end()) {
+          Step step{block, types, {}, std::string()};
+          step.name = (block < L ? "chain_" + std::to_string(block) + "_"
+                                 : std::string("end_")) +
+                      std::to_string(variants[block]++);
+          built = define(
+              step.name, types,
+              [&](Block::BlockArgListType args)
+                  -> FailureOr<SmallVector<Value>> {
+                SmallVector<Value> state(args.drop_front(2));
+                FailureOr<Value> z = depthState(state, block);
+                if (failed(z))
+                  return failure();
+                if (block == L) {
+                  FailureOr<Value> loss =
+                      lmLoss(state, "final.", "final_norm.gain", args[1]);
+                  if (failed(loss))
+                    return failure();
+                  return SmallVector<Value>{*z, *loss};
+                }
+                if (failed(runBlock(state, block, nullptr)))
+                  return failure();
+                llvm::append_range(step.after, ValueRange(state).getTypes());
+                SmallVector<Value> results{*z};
+                results.append(state);
+                return results;
+              });
+          defined.push_back(std::move(step));
+          found = &defined.back();
+        }
+        chain.push_back(b.getStringAttr(found->name));
+        types = found->after;
+      }
+      chains.push_back(b.getArrayAttr(chain));
+    }
     if (failed(built))
       return failure();
+    (*module)->setAttr(kSkipChainsAttr, b.getArrayAttr(chains));
   }
 
   // Compile-time scalars and unused template results are dead now.

@@ -31,7 +31,8 @@ struct ImportOptions {
 ///
 ///   @probe(tokens, targets) -> (states, lens[, transports], loss, S_0...,
 ///                               ..., S_{L-1}...)
-///   @skip_<s>(tokens, targets, S_s...) -> (later states, loss)   each block s
+///   @chain_<b>_<i>(tokens, targets, S...) -> (z_b, S after block b)
+///   @end_<i>(tokens, targets, S...) -> (z_L, loss)
 ///
 /// `states` is tensor<N x (L+1) x Z>: z_b is the scheme's @depth_state of
 /// the state entering block b (z_L: @readout of the final state), or by
@@ -40,10 +41,17 @@ struct ImportOptions {
 /// @readout when z_b is the state itself). `transports` (when @read marks a
 /// result {drc.transport}) is tensor<N x 2L x n*n>: each sublayer's stream
 /// map T_k, row-major, new stream i = sum_j T_k[i][j] old stream j. S_b...
-/// are the state values entering block b. @skip_<s> runs the model without
-/// block s from S_s: the state passes block s unchanged (an AttnRes bank
-/// gets no rows from it, later reads are recomputed); `later states` is
-/// tensor<N x (L-s) x Z>, z_{s+1} ... z_L.
+/// are the state values entering block b.
+///
+/// The model without block s runs from S_s: the state passes block s
+/// unchanged (an AttnRes bank gets no rows from it, later reads are
+/// recomputed), then blocks s+1 ... L-1 and the end, each a function of the
+/// state types it receives: one @chain_<b>_<i> per block b and distinct
+/// types (i counts them), one @end_<i> per distinct final types. The
+/// module's kSkipChainsAttr lists, for each s, the functions to call in
+/// turn, each taking the state the one before it returned.
+inline constexpr llvm::StringLiteral kSkipChainsAttr = "drc.skip_chains";
+
 inline constexpr llvm::StringLiteral kTransportAttr = "drc.transport";
 
 /// Marks the drc.param ops a residual scheme adds to the backbone.

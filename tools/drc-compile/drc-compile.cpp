@@ -41,8 +41,10 @@ default.
 before linalg): the reference the fused program is tested against.
 --probes compiles the forward functions drc-probe runs instead of the train
 step: @loss, @probe (the depth states, their logit lens, HC-style stream
-maps and the state entering each block) and @skip_<s> for each block s (the
-blocks after s, from the state entering s; docs/probes.md); train-step then
+maps and the state entering each block), @chain_<b>_<i> (block b from a
+state, returning its depth state and the state after it) and @end_<i> (the
+final depth state and the loss), which run the model without a block from
+the state entering it (docs/probes.md); train-step then
 means these functions in kernel-level drc ops.
 --report prints the residual part's memory traffic in bytes per token: per
 boundary between sublayers in the forward pass and in total for the train

@@ -4,14 +4,18 @@
 // @probe's loss is the model's, the logit lens of z_L is the model's own
 // distribution, a skipped block leaves the depth states before it alone,
 // skipping the last block of an L = 2 model is the L = 1 model with the same
-// weights (an AttnRes bank gets no rows from it), and HC's stream maps are
-// the identity at init.
+// weights (an AttnRes bank gets no rows from it), skipping the middle block
+// of three is the two-block model with the others' weights (the skip chain
+// runs a later block from a state the model never gives it), and HC's
+// stream maps are the identity at init.
 //
 //===----------------------------------------------------------------------===//
 #include "CompilerTestSupport.h"
 
 #include "codegen/CpuProbeModel.h"
 #include "runtime/Probes.h"
+
+#include <functional>
 
 namespace {
 
@@ -30,6 +34,23 @@ drc::ModelSpec oneBlock(const std::string &residual) {
   drc::ModelSpec spec = drc::test::tinySpec(residual);
   spec.model.nLayer = 1;
   return spec;
+}
+
+/// Parameters for `to`: each copied from `params` of `from`, where it is
+/// named `source(name)`.
+std::vector<float>
+parametersOf(const mlir::drc::CpuProbeModel &to,
+             const mlir::drc::CpuProbeModel &from,
+             const std::vector<float> &params,
+             const std::function<std::string(std::string)> &source) {
+  std::vector<float> values(to.parameters().numElements(), 0.0f);
+  for (const drc::ParameterInfo &p : to.parameters().parameters()) {
+    const drc::ParameterInfo *q = from.parameters().find(source(p.name));
+    REQUIRE(q != nullptr);
+    std::copy_n(params.begin() + q->offset, p.numElements(),
+                values.begin() + p.offset);
+  }
+  return values;
 }
 
 double crossEntropy(const float *logits, int64_t vocab, int32_t target) {
@@ -97,13 +118,8 @@ TEST_CASE("skipping the last block of two is the one-block model with the "
   drc::ModelSpec oneSpec = oneBlock(residual);
   auto one = compileProbes(oneCtx, oneSpec);
   std::vector<float> params = drc::test::wideParameters(two->parameters());
-  std::vector<float> oneParams(one->parameters().numElements(), 0.0f);
-  for (const drc::ParameterInfo &p : one->parameters().parameters()) {
-    const drc::ParameterInfo *q = two->parameters().find(p.name);
-    REQUIRE(q != nullptr);
-    std::copy_n(params.begin() + q->offset, p.numElements(),
-                oneParams.begin() + p.offset);
-  }
+  std::vector<float> oneParams =
+      parametersOf(*one, *two, params, [](std::string name) { return name; });
   std::vector<int32_t> tokens = drc::test::randomTokens(16, 32, 3),
                        targets = drc::test::randomTokens(16, 32, 4);
   const drc::ProbeShape &shape = two->shape();
@@ -116,6 +132,49 @@ TEST_CASE("skipping the last block of two is the one-block model with the "
   CHECK(skipped ==
         Approx(one->loss(oneParams.data(), tokens.data(), targets.data()))
             .epsilon(1e-6));
+}
+
+TEST_CASE("skipping the middle block of three is the two-block model with "
+          "the other blocks' weights",
+          "[probes]") {
+  // Block 2 runs from the state entering block 1 (for AttnRes a bank two
+  // rows short of its own), then the end: the skip chain's functions, not
+  // the ones the model's own blocks need.
+  std::string scheme = GENERATE("preln", "hc", "mhc", "attnres", "vwn");
+  INFO("scheme " << scheme);
+  std::string residual = "scheme = \"" + scheme + "\"";
+  CompilerContext ctx, twoCtx;
+  drc::ModelSpec threeSpec = drc::test::tinySpec(residual);
+  threeSpec.model.nLayer = 3;
+  auto three = compileProbes(ctx, threeSpec);
+  auto two = compileProbes(twoCtx, drc::test::tinySpec(residual));
+  std::vector<float> params = drc::test::wideParameters(three->parameters());
+  std::vector<float> twoParams =
+      parametersOf(*two, *three, params, [](std::string name) {
+        if (name.rfind("blocks.1.", 0) == 0)
+          name.replace(0, 9, "blocks.2.");
+        return name;
+      });
+  std::vector<int32_t> tokens = drc::test::randomTokens(16, 32, 5),
+                       targets = drc::test::randomTokens(16, 32, 6);
+  const drc::ProbeShape &shape = three->shape();
+  int64_t Z = shape.width, n = shape.streams;
+  std::vector<float> states(16 * 4 * Z), lens(16 * 4 * shape.vocab),
+      maps(16 * 6 * n * n), twoStates(16 * 3 * Z),
+      twoLens(16 * 3 * shape.vocab), twoMaps(16 * 4 * n * n);
+  three->probe(params.data(), tokens.data(), targets.data(), states.data(),
+               lens.data(), maps.data());
+  float skipped = three->skip(1, params.data(), tokens.data(), targets.data(),
+                              states.data());
+  float expected = two->probe(twoParams.data(), tokens.data(), targets.data(),
+                              twoStates.data(), twoLens.data(), twoMaps.data());
+  CHECK(skipped == Approx(expected).epsilon(1e-5));
+  // z_2 and z_3 without block 1 are the two-block model's z_1 and z_2.
+  for (int64_t t = 0; t < 16; ++t)
+    for (int64_t b = 1; b <= 2; ++b)
+      for (int64_t w = 0; w < Z; ++w)
+        REQUIRE(states[(t * 4 + b + 1) * Z + w] ==
+                Approx(twoStates[(t * 3 + b) * Z + w]).margin(1e-5));
 }
 
 TEST_CASE("a Pre-LN block whose outputs are zero is an identity the probes "
