@@ -31,7 +31,7 @@ using namespace mlir;
 /// functions, which the JIT binds to ScratchPool. drc-cpu-tile,
 /// drc-approximate-math and canonicalization run per function, so the pass
 /// manager's threads take the entry points (the loss and the train step;
-/// the probe program's ten) side by side: the same IR, sooner.
+/// the probe program's L + 2) side by side: the same IR, sooner.
 static constexpr const char *kBufferize =
     "func.func(canonicalize),"
     "eliminate-empty-tensors,"
