@@ -107,11 +107,14 @@ float CpuProbeModel::skip(int64_t block, const float *params,
   SmallVector<void *> state;
   for (int64_t i = 0; i < arity; ++i)
     state.push_back(entering[block * arity + i].data());
-  std::vector<std::vector<float>> passed;
-  for (const ChainStep &step : chains[block]) {
-    std::vector<std::vector<float>> results;
-    for (int64_t elements : step.results)
-      results.emplace_back(elements);
+  const std::vector<float> *scalars = nullptr;
+  for (auto [i, step] : llvm::enumerate(chains[block])) {
+    // Calls alternate between two sets of buffers: each reads the set the
+    // call before it wrote, and sizes that fit already are kept.
+    std::vector<std::vector<float>> &results = scratch[i % 2];
+    results.resize(step.results.size());
+    for (auto [result, elements] : llvm::zip(results, step.results))
+      result.resize(elements);
     SmallVector<void *> args{const_cast<float *>(params),
                              const_cast<int32_t *>(inputs),
                              const_cast<int32_t *>(targets)};
@@ -125,12 +128,12 @@ float CpuProbeModel::skip(int64_t block, const float *params,
       std::copy_n(results.front().data() + t * Z, Z,
                   states + (t * depths + depth) * Z);
     ++depth;
-    passed = std::move(results);
     state.clear();
-    for (size_t i = 1; i + 1 < passed.size(); ++i)
-      state.push_back(passed[i].data());
+    for (size_t r = 1; r + 1 < results.size(); ++r)
+      state.push_back(results[r].data());
+    scalars = &results.back();
   }
-  return passed.back().front(); // the end's scalars: the loss
+  return scalars->front(); // the end's scalars: the loss
 }
 
 float CpuProbeModel::loss(const float *params, const int32_t *inputs,

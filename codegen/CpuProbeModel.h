@@ -11,6 +11,8 @@
 #include "codegen/ModelCompiler.h"
 #include "runtime/ProbeProgram.h"
 
+#include <array>
+
 namespace mlir::drc {
 
 class CpuProbeModel : public ::drc::ProbeProgram {
@@ -54,6 +56,8 @@ private:
   /// Per skipped block s, the calls that run the blocks after it
   /// (kSkipChainsAttr).
   std::vector<std::vector<ChainStep>> chains;
+  /// The result buffers of a skip chain's calls, alternately (skip()).
+  std::array<std::vector<std::vector<float>>, 2> scratch;
   std::vector<float> lastStates;
 };
 
