@@ -18,8 +18,9 @@ using namespace mlir;
 /// and Sinkhorn matrices) live on the stack: each allocation is otherwise a
 /// locked trip to the scratch pool, per tile and per op (mHC trained 60%
 /// faster at d_model 128 with them on the stack). The scope that frees them
-/// is the function or a parallel loop's iteration, never an scf.for.
-/// one-shot bufferization with the empty-tensor elimination that lets
+/// is the function or a parallel loop's iteration, never an scf.for. The
+/// other temporaries are freed where their block ends (drc-free-buffers).
+/// One-shot bufferization with the empty-tensor elimination that lets
 /// results land in their destination, then vector contractions lowered to
 /// outer products (no canonicalization after that: it would scalarise the
 /// accumulator) and everything to the LLVM dialect. drc-outline-kernels runs
@@ -40,7 +41,7 @@ static constexpr const char *kBufferize =
     "func.func(canonicalize),"
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=4096 "
     "max-rank-of-allocated-memref=4}),"
-    "buffer-deallocation-pipeline";
+    "func.func(drc-free-buffers,cse,canonicalize)";
 static constexpr const char *kToLLVM =
     "scf-forall-to-parallel,convert-scf-to-openmp,"
     "func.func(convert-linalg-to-loops),"
@@ -54,10 +55,13 @@ static constexpr const char *kToLLVM =
     "reconcile-unrealized-casts";
 
 void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops) {
-  // The textual pipeline needs the upstream passes registered; registering
-  // them again (drc-opt already has) is harmless.
+  // The textual pipeline needs the passes registered; registering them
+  // again (drc-opt already has) is harmless.
   static std::once_flag registered;
-  std::call_once(registered, [] { registerAllPasses(); });
+  std::call_once(registered, [] {
+    registerAllPasses();
+    mlir::drc::registerDrcPasses();
+  });
   // The register tile must fit the vector register file: 16 AVX2 registers
   // hold a 4x16 f32 tile plus operands, 32 AVX-512 ones an 8x32 tile.
   CpuTileAndVectorizeOptions tiling;

@@ -40,7 +40,7 @@ constexpr const char *kGpuLoops =
     "canonicalize,"
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=65536 "
     "max-rank-of-allocated-memref=4}),"
-    "buffer-deallocation-pipeline,"
+    "func.func(drc-free-buffers,cse,canonicalize),"
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "drc-copies-to-linalg,"
     "func.func(drc-gpu-parallel-reductions,drc-gpu-vectorize-rows),"

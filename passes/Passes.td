@@ -249,6 +249,22 @@ def CopiesToLinalg : Pass<"drc-copies-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FreeBuffers : Pass<"drc-free-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Free each heap buffer at the end of the block that allocates it";
+  let description = [{
+    After one-shot bufferization, drc's programs allocate only buffers that
+    no op returns, yields or stores: the step function's temporaries between
+    kernels and a token tile's in a loop iteration. Each `memref.alloc` gets
+    a `memref.dealloc` before its block's terminator, where MLIR's
+    buffer-deallocation-pipeline puts them for such programs, without its
+    ownership analysis and canonicalizations (a third of the CPU pipeline's
+    time). A buffer that is returned or yielded, or passed to an op other
+    than a view that has a memref result (itself or a view of it), is an
+    error, not a leak.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def GpuScalarOperands : Pass<"drc-gpu-scalar-operands", "::mlir::func::FuncOp"> {
   let summary = "Make scalars a linalg.generic reads from tensors its operands";
   let description = [{
