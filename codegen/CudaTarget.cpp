@@ -34,7 +34,7 @@ namespace {
 /// (drc-gpu-wrap-serial).
 constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
-    "eliminate-empty-tensors,"
+    "func.func(eliminate-empty-tensors),"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,"
