@@ -3,8 +3,6 @@
 
 #include "passes/ViewArguments.h"
 
-#include "mlir/Dialect/SCF/Utils/Utils.h"
-
 #include <functional>
 
 namespace mlir::drc {
@@ -32,40 +30,76 @@ std::string kernelBody(func::FuncOp kernel) {
   return text;
 }
 
+/// Moves `op` (a loop nest with no results) into a new function `name`
+/// before the function holding it and calls that in its place. The values
+/// it uses from outside become the arguments, in the order of a post-order
+/// walk; an index constant among them is also cloned at the top of the
+/// body, where its uses then read it. This is MLIR's
+/// outlineSingleBlockRegion on a region holding `op`, with the same result,
+/// except that the uses are redirected by one walk of the body rather than
+/// by scanning each value's uses in the whole module, which the function's
+/// buffers and common constants have by the thousand (quadratic).
+std::pair<func::FuncOp, func::CallOp>
+outlineNest(IRRewriter &rewriter, Operation *op, const std::string &name) {
+  llvm::SmallPtrSet<Region *, 4> outside;
+  for (Region *region = op->getParentRegion(); region;
+       region = region->getParentRegion())
+    outside.insert(region);
+  llvm::SetVector<Value> captures;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (outside.contains(operand.getParentRegion()))
+        captures.insert(operand);
+  });
+  Location loc = op->getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op->getParentOfType<func::FuncOp>());
+  auto kernel = func::FuncOp::create(
+      rewriter, loc, name,
+      rewriter.getFunctionType(ValueRange(captures.getArrayRef()).getTypes(),
+                               {}));
+  Block *body = kernel.addEntryBlock();
+  rewriter.setInsertionPoint(op);
+  auto call =
+      func::CallOp::create(rewriter, loc, kernel, captures.getArrayRef());
+  rewriter.setInsertionPointToEnd(body);
+  auto ret = func::ReturnOp::create(rewriter, loc);
+  op->moveBefore(ret);
+  DenseMap<Value, Value> inside;
+  for (auto [value, argument] : llvm::zip(captures, body->getArguments())) {
+    Value replacement = argument;
+    if (auto constant = value.getDefiningOp<arith::ConstantIndexOp>()) {
+      rewriter.setInsertionPointToStart(body);
+      replacement = rewriter.clone(*constant)->getResult(0);
+    }
+    inside[value] = replacement;
+  }
+  op->walk([&](Operation *nested) {
+    for (OpOperand &operand : nested->getOpOperands())
+      if (Value replacement = inside.lookup(operand.get()))
+        operand.set(replacement);
+  });
+  return {kernel, call};
+}
+
 /// Outlines `op` (a loop nest alone in its block position) into a private,
 /// non-inlined function `name`; an identical function already outlined is
-/// called instead. Returns false if outlining failed.
-bool outline(IRRewriter &rewriter, Operation *op, const std::string &name,
+/// called instead.
+void outline(IRRewriter &rewriter, Operation *op, const std::string &name,
              llvm::StringMap<func::FuncOp> &byBody,
              const std::function<void(func::FuncOp)> &beforeComparing) {
-  // Wrap the nest in a region and outline the region.
-  rewriter.setInsertionPoint(op);
-  auto wrapper =
-      scf::ExecuteRegionOp::create(rewriter, op->getLoc(), TypeRange{});
-  Block *body = rewriter.createBlock(&wrapper.getRegion());
-  rewriter.setInsertionPointToEnd(body);
-  auto yield = scf::YieldOp::create(rewriter, op->getLoc());
-  op->moveBefore(yield);
-  func::CallOp call;
-  FailureOr<func::FuncOp> kernel = outlineSingleBlockRegion(
-      rewriter, op->getLoc(), wrapper.getRegion(), name, &call);
-  if (failed(kernel))
-    return false;
-  kernel->setPrivate();
-  kernel->setNoInline(true);
-  // The wrapper now holds only the call; put the call in its place.
-  call->moveBefore(wrapper);
-  rewriter.eraseOp(wrapper);
-  makeOffsetsArguments(*kernel, [&](unsigned index) {
+  auto [kernel, call] = outlineNest(rewriter, op, name);
+  kernel.setPrivate();
+  kernel.setNoInline(true);
+  makeOffsetsArguments(kernel, [&](unsigned index) {
     return SmallVector<OpOperand *>{&call->getOpOperand(index)};
   });
-  beforeComparing(*kernel);
-  auto [first, inserted] = byBody.try_emplace(kernelBody(*kernel), *kernel);
+  beforeComparing(kernel);
+  auto [first, inserted] = byBody.try_emplace(kernelBody(kernel), kernel);
   if (!inserted) {
     call.setCallee(first->second.getSymName());
-    rewriter.eraseOp(*kernel);
+    rewriter.eraseOp(kernel);
   }
-  return true;
 }
 
 /// The loop nests directly in `block` (bufferized: they return nothing).
@@ -85,7 +119,6 @@ struct OutlineKernelsPass
     // The first kernel of each body; later identical ones (the same nest in
     // every layer, and in both loss and train_step) call it instead.
     llvm::StringMap<func::FuncOp> kernelsByBody;
-    bool failedToOutline = false;
     // A kernel whose parallel loop runs several nests per iteration (a
     // fused region's tile: one nest per op) calls each as a step function.
     // Steps repeat across layers and within one (Sinkhorn's iterations), so
@@ -98,24 +131,18 @@ struct OutlineKernelsPass
         if (steps.size() < 2)
           continue;
         for (auto [index, op] : llvm::enumerate(steps))
-          failedToOutline |= !outline(
-              rewriter, op,
-              (kernel.getSymName() + "_step" + std::to_string(index)).str(),
-              kernelsByBody, [](func::FuncOp) {});
+          outline(rewriter, op,
+                  (kernel.getSymName() + "_step" + std::to_string(index)).str(),
+                  kernelsByBody, [](func::FuncOp) {});
       }
     };
     for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (fn.isPrivate() || fn.isExternal())
         continue;
       for (auto [index, op] : llvm::enumerate(nestsIn(fn.getBody().front())))
-        failedToOutline |= !outline(
-            rewriter, op,
-            (fn.getSymName() + "_kernel" + std::to_string(index)).str(),
-            kernelsByBody, outlineSteps);
-      if (failedToOutline) {
-        fn.emitError("drc-outline-kernels: cannot outline a kernel");
-        return signalPassFailure();
-      }
+        outline(rewriter, op,
+                (fn.getSymName() + "_kernel" + std::to_string(index)).str(),
+                kernelsByBody, outlineSteps);
     }
   }
 };
