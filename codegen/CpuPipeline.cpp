@@ -29,8 +29,9 @@ using namespace mlir;
 /// the thread count. Memref lowering precedes scf-to-cf because the OpenMP
 /// conversion wraps loop bodies in memref.alloca_scope, which must still be
 /// a single block when it is lowered. Allocations go through the generic
-/// functions, which the JIT binds to ScratchPool. Every pass but one-shot
-/// bufferization and the outlining runs per function, so the pass
+/// functions, which the JIT binds to ScratchPool. Up to the outlining,
+/// every pass but one-shot bufferization and drc-copies-to-linalg runs per
+/// function, so the pass
 /// manager's threads take the entry points (the loss and the train step;
 /// the probe program's L + 2) side by side: the same IR, sooner.
 static constexpr const char *kBufferize =

@@ -5,7 +5,8 @@
 // tile's temporaries in a loop iteration. Each gets its memref.dealloc before
 // that block's terminator, which is where MLIR's buffer-deallocation-pipeline
 // puts them in such programs, without its ownership analysis and the
-// canonicalizations around it (a third of the CPU pipeline's time). A buffer
+// canonicalizations around it (over a quarter of the CPU pipeline's time,
+// on the whole module on one thread). A buffer
 // that would outlive its block is reported, never leaked or freed early.
 //
 //===----------------------------------------------------------------------===//

@@ -257,10 +257,10 @@ def FreeBuffers : Pass<"drc-free-buffers", "::mlir::func::FuncOp"> {
     kernels and a token tile's in a loop iteration. Each `memref.alloc` gets
     a `memref.dealloc` before its block's terminator, where MLIR's
     buffer-deallocation-pipeline puts them for such programs, without its
-    ownership analysis and canonicalizations (a third of the CPU pipeline's
-    time). A buffer that is returned or yielded, or passed to an op other
-    than a view that has a memref result (itself or a view of it), is an
-    error, not a leak.
+    ownership analysis and canonicalizations (over a quarter of the CPU
+    pipeline's time). A buffer that is returned or yielded, or passed to an
+    op other than a view that has a memref result (itself or a view of
+    it), is an error, not a leak.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
