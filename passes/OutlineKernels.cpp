@@ -36,8 +36,8 @@ std::string kernelBody(func::FuncOp kernel) {
 /// walk; an index constant among them is also cloned at the top of the
 /// body, where its uses then read it. This is MLIR's
 /// outlineSingleBlockRegion on a region holding `op`, with the same result,
-/// except that the uses are redirected by one walk of the body rather than
-/// by scanning each value's uses in the whole module, which the function's
+/// except that the uses are redirected by one walk of the nest rather than
+/// by scanning all uses of each captured value, which the function's
 /// buffers and common constants have by the thousand (quadratic).
 std::pair<func::FuncOp, func::CallOp>
 outlineNest(IRRewriter &rewriter, Operation *op, const std::string &name) {
