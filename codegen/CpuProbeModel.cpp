@@ -38,26 +38,33 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
   std::vector<std::vector<float>> entering;
   for (Type t : results.drop_front(loss + 1))
     entering.emplace_back(cast<RankedTensorType>(t).getNumElements());
-  std::vector<std::vector<ChainStep>> chains;
+  // Each function once, however many chains call it.
+  std::vector<ChainStep> steps;
+  llvm::StringMap<size_t> stepOf;
+  std::vector<std::vector<size_t>> chains;
   for (Attribute chain :
        (**module)->getAttrOfType<ArrayAttr>(kSkipChainsAttr)) {
     chains.emplace_back();
     for (Attribute name : cast<ArrayAttr>(chain)) {
-      auto function = (*module)->lookupSymbol<func::FuncOp>(
-          cast<StringAttr>(name).getValue());
-      // Tensor results are buffers of their own, in order; the scalars
-      // (the loss) share one buffer after them.
-      ChainStep step{cast<StringAttr>(name).str(), {}};
-      int64_t scalars = 0;
-      for (Type t : function.getFunctionType().getResults()) {
-        auto tensor = cast<RankedTensorType>(t);
-        if (tensor.getRank() == 0)
-          ++scalars;
-        else
-          step.results.push_back(tensor.getNumElements());
+      StringRef function = cast<StringAttr>(name).getValue();
+      auto [found, inserted] = stepOf.try_emplace(function, steps.size());
+      if (inserted) {
+        // Tensor results are buffers of their own, in order; the scalars
+        // (the loss) share one buffer after them.
+        ChainStep step{function.str(), {}};
+        int64_t scalars = 0;
+        auto callee = (*module)->lookupSymbol<func::FuncOp>(function);
+        for (Type t : callee.getFunctionType().getResults()) {
+          auto tensor = cast<RankedTensorType>(t);
+          if (tensor.getRank() == 0)
+            ++scalars;
+          else
+            step.results.push_back(tensor.getNumElements());
+        }
+        step.results.push_back(scalars);
+        steps.push_back(std::move(step));
       }
-      step.results.push_back(scalars);
-      chains.back().push_back(std::move(step));
+      chains.back().push_back(found->second);
     }
   }
   TrainPipelineOptions train = trainPipelineOptions(spec);
@@ -65,8 +72,9 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
   FailureOr<HostProgram> program = compileForHost(**module, train);
   if (failed(program))
     return failure();
-  return std::unique_ptr<CpuProbeModel>(new CpuProbeModel(
-      std::move(*program), sizes, std::move(entering), std::move(chains)));
+  return std::unique_ptr<CpuProbeModel>(
+      new CpuProbeModel(std::move(*program), sizes, std::move(entering),
+                        std::move(steps), std::move(chains)));
 }
 
 float CpuProbeModel::probe(const float *params, const int32_t *inputs,
@@ -108,7 +116,8 @@ float CpuProbeModel::skip(int64_t block, const float *params,
   for (int64_t i = 0; i < arity; ++i)
     state.push_back(entering[block * arity + i].data());
   const std::vector<float> *scalars = nullptr;
-  for (auto [i, step] : llvm::enumerate(chains[block])) {
+  for (auto [i, index] : llvm::enumerate(chains[block])) {
+    const ChainStep &step = steps[index];
     // Calls alternate between two sets of buffers: each reads the set the
     // call before it wrote, and sizes that fit already are kept.
     std::vector<std::vector<float>> &results = scratch[i % 2];

@@ -45,17 +45,21 @@ private:
   };
   CpuProbeModel(HostProgram program, ::drc::ProbeShape sizes,
                 std::vector<std::vector<float>> entering,
-                std::vector<std::vector<ChainStep>> chains)
+                std::vector<ChainStep> steps,
+                std::vector<std::vector<size_t>> chains)
       : program(std::move(program)), sizes(sizes),
-        entering(std::move(entering)), chains(std::move(chains)) {}
+        entering(std::move(entering)), steps(std::move(steps)),
+        chains(std::move(chains)) {}
   HostProgram program;
   ::drc::ProbeShape sizes;
   /// The state values entering each block (block-major), from the last
   /// probe(), and its depth states.
   std::vector<std::vector<float>> entering;
+  /// The functions the skip chains call, each once.
+  std::vector<ChainStep> steps;
   /// Per skipped block s, the calls that run the blocks after it
-  /// (kSkipChainsAttr).
-  std::vector<std::vector<ChainStep>> chains;
+  /// (kSkipChainsAttr), as indices into `steps`.
+  std::vector<std::vector<size_t>> chains;
   /// The result buffers of a skip chain's calls, alternately (skip()).
   std::array<std::vector<std::vector<float>>, 2> scratch;
   std::vector<float> lastStates;
