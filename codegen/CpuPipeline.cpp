@@ -20,7 +20,9 @@ using namespace mlir;
 /// faster at d_model 128 with them on the stack). The scope that frees them
 /// is the function or a parallel loop's iteration, never an scf.for. The
 /// other temporaries are freed where their block ends (drc-free-buffers).
-/// One-shot bufferization with the empty-tensor elimination that lets
+/// Depth banks' stores become buffers first (drc-bank-stores-to-buffers:
+/// the analysis of a store's appends and reads was cubic in depth), then
+/// one-shot bufferization with the empty-tensor elimination that lets
 /// results land in their destination, then vector contractions lowered to
 /// outer products (no canonicalization after that: it would scalarise the
 /// accumulator) and everything to the LLVM dialect. drc-outline-kernels runs
@@ -35,7 +37,7 @@ using namespace mlir;
 /// manager's threads take the entry points (the loss and the train step;
 /// the probe program's L + 2) side by side: the same IR, sooner.
 static constexpr const char *kBufferize =
-    "func.func(canonicalize),"
+    "func.func(canonicalize,drc-bank-stores-to-buffers),"
     "func.func(eliminate-empty-tensors),"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"

@@ -34,7 +34,7 @@ namespace {
 /// (drc-gpu-wrap-serial).
 constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
-    "func.func(eliminate-empty-tensors),"
+    "func.func(drc-bank-stores-to-buffers,eliminate-empty-tensors),"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,"

@@ -32,6 +32,10 @@ namespace mlir::drc {
 /// is 0 for k > i), "suffix" (A[g, i, k] is 0 for k < i).
 inline constexpr llvm::StringLiteral kCausalAttr = "drc.causal";
 
+/// On the tensor.empty of a depth bank's store (drc-store-banks), which
+/// drc-bank-stores-to-buffers makes a buffer before bufferization.
+inline constexpr llvm::StringLiteral kBankStoreAttr = "drc.bank_store";
+
 /// Options of the model pipeline shared by drc-opt and the C++ driver.
 struct TrainPipelineOptions {
   double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weightDecay = 0.1,

@@ -210,6 +210,24 @@ def StoreBanks : Pass<"drc-store-banks", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def BankStoresToBuffers : Pass<"drc-bank-stores-to-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Make each depth bank's store a buffer before bufferization";
+  let description = [{
+    On linalg on tensors, before empty-tensor elimination and one-shot
+    bufferization: a store that drc-store-banks grows (a tensor.empty, a
+    chain of tensor.insert_slice appends into it, tensor.extract_slice reads
+    of its versions) becomes a memref.alloc; each append a
+    bufferization.materialize_in_destination into a subview of it, each
+    read a bufferization.to_tensor of a subview. One-shot bufferization's
+    analysis checks every in-place write against every read of a tensor's
+    aliases, which for a store is every append against every bank read:
+    cubic in depth. A chain whose read overlaps rows a later append writes
+    is left alone.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FuseTileElementwise : Pass<"drc-fuse-tile-elementwise", "::mlir::ModuleOp"> {
   let summary = "Merge the elementwise linalg ops of a fused region's tile";
   let description = [{

@@ -71,8 +71,10 @@ void storeBanks(func::FuncOp fn) {
     } else {
       SmallVector<int64_t> shape(type.getShape());
       shape[1] = capacity[op];
-      next.store =
+      auto store =
           tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+      store->setAttr(kBankStoreAttr, b.getUnitAttr());
+      next.store = store;
     }
     for (Value input : inputs) {
       auto shape = cast<RankedTensorType>(input.getType()).getShape();

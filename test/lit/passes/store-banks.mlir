@@ -5,7 +5,7 @@
 // RUN: drc-opt %s --drc-store-banks --drc-lower-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUF
 
 // CHECK-LABEL: func.func @bank
-// CHECK: %[[E:.*]] = tensor.empty() : tensor<8x3x4xf32>
+// CHECK: %[[E:.*]] = tensor.empty() {drc.bank_store} : tensor<8x3x4xf32>
 // CHECK: %[[S0:.*]] = tensor.insert_slice %{{.*}} into %[[E]][0, 0, 0] [8, 1, 4]
 // CHECK: %[[S1:.*]] = tensor.insert_slice %{{.*}} into %[[S0]][0, 1, 0] [8, 1, 4]
 // CHECK: %[[B1:.*]] = tensor.extract_slice %[[S1]][0, 0, 0] [8, 2, 4]
