@@ -17,14 +17,14 @@
 // The reads' to_tensor ops are `restrict` (one-shot bufferization requires
 // it) though their views overlap: sound here because nothing writes through
 // them (they are not writable: a kernel that would write into a bank gets a
-// copy) and a chain is converted only when no read overlaps rows that a
+// copy) and a chain is converted only when no read may overlap rows that a
 // later append writes, so each view reads what the tensors held. A chain
 // whose bank a function returns stays tensors: the buffer would escape.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace mlir::drc {
 #define GEN_PASS_DEF_BANKSTORESTOBUFFERS
@@ -79,39 +79,19 @@ std::optional<StoreChain> findChain(tensor::EmptyOp empty) {
   return chain;
 }
 
-/// Whether two slices of one tensor may share an element: in every
-/// dimension their index ranges may overlap (a dynamic offset or size may
-/// be anything).
-bool mayOverlap(OffsetSizeAndStrideOpInterface a,
-                OffsetSizeAndStrideOpInterface b) {
-  for (auto [offsetA, sizeA, strideA, offsetB, sizeB, strideB] :
-       llvm::zip_equal(a.getMixedOffsets(), a.getMixedSizes(),
-                       a.getMixedStrides(), b.getMixedOffsets(),
-                       b.getMixedSizes(), b.getMixedStrides())) {
-    std::optional<int64_t> oa = getConstantIntValue(offsetA),
-                           sa = getConstantIntValue(sizeA),
-                           ta = getConstantIntValue(strideA),
-                           ob = getConstantIntValue(offsetB),
-                           sb = getConstantIntValue(sizeB),
-                           tb = getConstantIntValue(strideB);
-    if (!oa || !sa || !ta || !ob || !sb || !tb)
-      continue;
-    // [first, last] of each; disjoint ranges decide it.
-    int64_t lastA = *oa + (*sa - 1) * *ta, lastB = *ob + (*sb - 1) * *tb;
-    if (*sa == 0 || *sb == 0 || lastA < *ob || lastB < *oa)
-      return false;
-  }
-  return true;
-}
-
 /// Whether every read sees what the tensors held: no append after the
-/// version it reads writes an element it reads.
+/// version it reads may write an element it reads (MLIR's value bounds
+/// prove the slices disjoint).
 bool readsStayValid(const StoreChain &chain) {
   for (auto [read, version] : chain.reads)
     for (tensor::InsertSliceOp append :
-         ArrayRef(chain.appends).drop_front(version))
-      if (mayOverlap(read, append))
+         ArrayRef(chain.appends).drop_front(version)) {
+      FailureOr<bool> overlap = ValueBoundsConstraintSet::areOverlappingSlices(
+          read.getContext(), HyperrectangularSlice(read),
+          HyperrectangularSlice(append));
+      if (failed(overlap) || *overlap)
         return false;
+    }
   return true;
 }
 

@@ -214,15 +214,16 @@ def BankStoresToBuffers : Pass<"drc-bank-stores-to-buffers", "::mlir::func::Func
   let summary = "Make each depth bank's store a buffer before bufferization";
   let description = [{
     On linalg on tensors, before empty-tensor elimination and one-shot
-    bufferization: a store that drc-store-banks grows (a tensor.empty, a
-    chain of tensor.insert_slice appends into it, tensor.extract_slice reads
-    of its versions) becomes a memref.alloc; each append a
+    bufferization: a store that drc-store-banks grows (a tensor.empty it
+    marks `drc.bank_store`, a chain of tensor.insert_slice appends into it,
+    tensor.extract_slice reads of its versions) becomes a memref.alloc; each
+    append a
     bufferization.materialize_in_destination into a subview of it, each
     read a bufferization.to_tensor of a subview. One-shot bufferization's
     analysis checks every in-place write against every read of a tensor's
     aliases, which for a store is every append against every bank read:
-    cubic in depth. A chain whose read overlaps rows a later append writes
-    is left alone.
+    cubic in depth. A chain whose read may overlap rows a later append
+    writes, or whose bank a function returns, is left alone.
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect"];
