@@ -44,7 +44,7 @@ constexpr const char *kGpuLoops =
     "func.func(drc-gpu-scalar-operands),canonicalize,"
     "drc-copies-to-linalg,"
     "func.func(drc-gpu-parallel-reductions,drc-gpu-vectorize-rows),"
-    "func.func(drc-gpu-linalg-to-loops),"
+    "func.func(drc-gpu-linalg-to-loops,drc-gpu-block-regions),"
     "scf-forall-to-parallel,canonicalize,"
     "func.func(drc-gpu-privatize-buffers,drc-gpu-wrap-serial),"
     "func.func(drc-gpu-map-threads)";
@@ -53,7 +53,7 @@ constexpr const char *kGpuLoops =
 /// gpu.module.
 constexpr const char *kToKernels =
     "func.func(drc-gpu-align-vectors,drc-gpu-sink-constants,"
-    "gpu-map-parallel-loops),"
+    "drc-gpu-launch-block-regions,gpu-map-parallel-loops),"
     "func.func(convert-parallel-loops-to-gpu),gpu-kernel-outlining,"
     "drc-gpu-merge-modules,canonicalize";
 

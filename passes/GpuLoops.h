@@ -4,10 +4,24 @@
 #define DRC_PASSES_GPULOOPS_H
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <optional>
 
 namespace mlir::drc {
+
+/// Threads that run in lockstep on an NVIDIA GPU: a block holds whole ones.
+inline constexpr int64_t kWarp = 32;
+
+/// On a top-level scf.parallel: a fused region's token loop whose every
+/// iteration is one thread block of this many threads (an integer), its
+/// body a sequence of phases (drc-gpu-block-regions).
+inline constexpr llvm::StringLiteral kGpuBlockRegionAttr =
+    "drc.gpu_block_region";
+
+/// On a one-dimensional scf.parallel directly in a block region's body: a
+/// phase, its iterations the block's first threads, a barrier after it.
+inline constexpr llvm::StringLiteral kGpuThreadsAttr = "drc.gpu_threads";
 
 /// An scf.parallel's constant bounds, per dimension.
 struct ConstantBounds {
@@ -29,6 +43,21 @@ inline std::optional<ConstantBounds> constantBounds(scf::ParallelOp loop) {
     b.trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
   }
   return b;
+}
+
+/// `loop` (no results) as a nest of scf.for loops in its place: the work
+/// of one GPU thread.
+inline void serialize(scf::ParallelOp loop) {
+  OpBuilder b(loop);
+  scf::buildLoopNest(
+      b, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
+      loop.getStep(), [&](OpBuilder &inner, Location, ValueRange ivs) {
+        IRMapping map;
+        map.map(loop.getInductionVars(), ivs);
+        for (Operation &op : loop.getBody()->without_terminator())
+          inner.clone(op, map);
+      });
+  loop.erase();
 }
 
 } // namespace mlir::drc

@@ -15,8 +15,6 @@ namespace {
 
 /// The most blocks a grid may have along y or z.
 constexpr int64_t kMaxGridYZ = 65535;
-/// Threads that run in lockstep; no block is made smaller than one.
-constexpr int64_t kWarp = 32;
 
 gpu::ParallelLoopDimMappingAttr dimMapping(MLIRContext *context,
                                            gpu::Processor processor) {
@@ -45,20 +43,6 @@ struct ThreadTiling : mlir::drc::ConstantBounds {
   }
 };
 
-/// `loop` (no reductions) as a nest of scf.for loops.
-void serialize(scf::ParallelOp loop) {
-  OpBuilder b(loop);
-  scf::buildLoopNest(
-      b, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
-      loop.getStep(), [&](OpBuilder &inner, Location, ValueRange ivs) {
-        IRMapping map;
-        map.map(loop.getInductionVars(), ivs);
-        for (Operation &op : loop.getBody()->without_terminator())
-          inner.clone(op, map);
-      });
-  loop.erase();
-}
-
 struct GpuMapThreadsPass
     : mlir::drc::impl::GpuMapThreadsBase<GpuMapThreadsPass> {
   using GpuMapThreadsBase::GpuMapThreadsBase;
@@ -70,10 +54,13 @@ struct GpuMapThreadsPass
       return signalPassFailure();
     }
     for (auto loop : llvm::make_early_inc_range(
-             getOperation().getBody().getOps<scf::ParallelOp>()))
+             getOperation().getBody().getOps<scf::ParallelOp>())) {
+      if (loop->hasAttr(mlir::drc::kGpuBlockRegionAttr))
+        continue; // its blocks and threads are set (drc-gpu-block-regions)
       if (std::optional<mlir::drc::ConstantBounds> bounds =
               mlir::drc::constantBounds(loop))
         rewrite(loop, plan(ThreadTiling{*bounds}));
+    }
   }
 
   /// Threads along the innermost dimension, then the next one while the
@@ -95,7 +82,8 @@ struct GpuMapThreadsPass
                         : t.trips[d];
       return n;
     };
-    while (gridSize() < minBlocks && t.threadsX * t.threadsY > kWarp) {
+    while (gridSize() < minBlocks &&
+           t.threadsX * t.threadsY > mlir::drc::kWarp) {
       if (t.threadsY > 1)
         t.threadsY = (t.threadsY + 1) / 2;
       else
@@ -213,7 +201,7 @@ struct GpuMapThreadsPass
         nested.push_back(inner);
     });
     for (scf::ParallelOp inner : nested)
-      serialize(inner);
+      mlir::drc::serialize(inner);
   }
 };
 

@@ -42,10 +42,22 @@ struct GpuPrivatizeBuffersPass
     for (int64_t n : trips)
       iterations *= n;
 
-    // One byte buffer per temporary, a slice per iteration, on the host's
-    // level; freed after the loop.
+    // One byte buffer for all of them on the host's level, freed after the
+    // loop: per iteration a slice holding each temporary in turn (one
+    // kernel operand however many temporaries, and an iteration's together).
+    SmallVector<int64_t> offsets;
+    int64_t stride = 0;
+    for (memref::AllocOp alloc : allocs) {
+      offsets.push_back(stride);
+      stride += sliceBytes(alloc.getType());
+    }
     OpBuilder host(loop);
     Location loc = loop.getLoc();
+    Value buffer = memref::AllocOp::create(
+        host, loc,
+        MemRefType::get({iterations * stride}, host.getIntegerType(8)));
+    OpBuilder after(loop->getBlock(), std::next(loop->getIterator()));
+    memref::DeallocOp::create(after, loc, buffer);
     // This iteration's number: the induction variables in row-major order.
     OpBuilder body = OpBuilder::atBlockBegin(loop.getBody());
     Value linear;
@@ -61,17 +73,12 @@ struct GpuPrivatizeBuffersPass
                        i)
                  : i;
     }
-    for (memref::AllocOp alloc : allocs) {
-      int64_t bytes = sliceBytes(alloc.getType());
-      auto bufferType =
-          MemRefType::get({iterations * bytes}, host.getIntegerType(8));
-      Value buffer = memref::AllocOp::create(host, loc, bufferType);
-      OpBuilder after(loop->getBlock(), std::next(loop->getIterator()));
-      memref::DeallocOp::create(after, loc, buffer);
-
+    Value start = arith::MulIOp::create(
+        body, loc, linear, arith::ConstantIndexOp::create(body, loc, stride));
+    for (auto [alloc, offset] : llvm::zip(allocs, offsets)) {
       OpBuilder at(alloc);
-      Value shift = arith::MulIOp::create(
-          at, loc, linear, arith::ConstantIndexOp::create(at, loc, bytes));
+      Value shift = arith::AddIOp::create(
+          at, loc, start, arith::ConstantIndexOp::create(at, loc, offset));
       Value slice = memref::ViewOp::create(at, loc, alloc.getType(), buffer,
                                            shift, ValueRange{});
       for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))

@@ -1,12 +1,14 @@
-//===- GpuVectorizeRows.cpp - A thread's row loops in short vectors ------===//
+//===- GpuVectorizeRows.cpp - A token's row loops in short vectors -------===//
 //
-// On a GPU a fused residual region runs one token per thread: every linalg
-// op inside the token loop becomes loops in that thread over the token's
-// rows. Here each such op whose rows are contiguous becomes loops whose
-// innermost one steps over `width` neighbouring elements of the row: one
-// vector load, arithmetic and store per step instead of `width` scalar
-// ones (drc-gpu-align-vectors later proves the accesses aligned, so NVPTX
-// makes each one ld.global.v4.b32).
+// On a GPU a fused residual region runs one token per thread block: every
+// linalg op inside the token loop becomes loops over the token's rows,
+// their parallel iterations shared among the block's threads
+// (drc-gpu-block-regions). Here each such op whose rows are contiguous
+// becomes loops that step over `width` neighbouring elements of the row:
+// one vector load, arithmetic and store per iteration instead of `width`
+// scalar ones (drc-gpu-align-vectors later proves the accesses aligned, so
+// NVPTX makes each one ld.global.v4.b32), consecutive threads on
+// consecutive vectors.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -115,21 +117,46 @@ public:
     SmallVector<int64_t> extents = op.getStaticLoopRanges();
     ivs.assign(extents.size(), Value());
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    auto loopOver = [&](unsigned dim, int64_t step) {
-      if (extents[dim] == 1) {
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v).getResult();
+    };
+    auto step = [&](unsigned dim) { return dim == d ? width : 1; };
+    // The parallel dimensions (the row's last, if it is one) as one
+    // parallel loop, so that a GPU block may share them among its threads
+    // (drc-gpu-block-regions); then the reduced ones in order, the row's
+    // innermost.
+    SmallVector<unsigned> parallel, reduced;
+    for (unsigned dim = 0; dim < extents.size(); ++dim) {
+      if (dim == d)
+        continue;
+      if (extents[dim] == 1)
         ivs[dim] = zero;
-        return;
+      else if (linalg::isParallelIterator(op.getIteratorTypesArray()[dim]))
+        parallel.push_back(dim);
+      else
+        reduced.push_back(dim);
+    }
+    (linalg::isParallelIterator(op.getIteratorTypesArray()[d]) ? parallel
+                                                               : reduced)
+        .push_back(d);
+    if (!parallel.empty()) {
+      SmallVector<Value> lower, upper, steps;
+      for (unsigned dim : parallel) {
+        lower.push_back(zero);
+        upper.push_back(index(extents[dim]));
+        steps.push_back(index(step(dim)));
       }
-      auto loop = scf::ForOp::create(
-          b, loc, zero, arith::ConstantIndexOp::create(b, loc, extents[dim]),
-          arith::ConstantIndexOp::create(b, loc, step));
+      auto loop = scf::ParallelOp::create(b, loc, lower, upper, steps);
+      for (auto [dim, iv] : llvm::zip(parallel, loop.getInductionVars()))
+        ivs[dim] = iv;
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+    }
+    for (unsigned dim : reduced) {
+      auto loop = scf::ForOp::create(b, loc, zero, index(extents[dim]),
+                                     index(step(dim)));
       ivs[dim] = loop.getInductionVar();
       b.setInsertionPoint(loop.getBody()->getTerminator());
-    };
-    for (unsigned dim = 0; dim < extents.size(); ++dim)
-      if (dim != d)
-        loopOver(dim, 1);
-    loopOver(d, width);
+    }
 
     IRMapping map;
     for (OpOperand &operand : op->getOpOperands()) {

@@ -362,16 +362,19 @@ def GpuVectorizeRows : Pass<"drc-gpu-vectorize-rows", "::mlir::func::FuncOp"> {
   let description = [{
     On buffers, before convert-linalg-to-parallel-loops: every linalg op
     inside an `scf.forall` (a fused region's token loop, one token per GPU
-    thread) becomes loops in that thread. When one of the op's loop
+    thread block) becomes loops. When one of the op's loop
     dimensions is the last, contiguous index of its operands (most votes
     among operands with a unit last stride; ties go to the later
     dimension), `width` divides its extent, and every operand that uses it
     uses it as its last, contiguous index, the op is tiled to one element
-    along every other dimension and `width` along that one (innermost),
-    and the tile is vectorised: `vector<width x T>` loads and stores, the
-    body's arithmetic on vectors, and a reduction along the dimension as a
-    `vector.reduction` into the accumulator. Other ops are left as they
-    are. Only the order of a reduction's additions changes.
+    along every other dimension and `width` along that one, and the tile is
+    vectorised: `vector<width x T>` loads and stores, the body's arithmetic
+    on vectors, and a reduction along the dimension as a `vector.reduction`
+    into the accumulator. The op's parallel dimensions become one
+    `scf.parallel` (which drc-gpu-block-regions shares among a block's
+    threads), its reduced ones `scf.for` loops inside it in their order,
+    the vectorised dimension innermost. Other ops are left as they are.
+    Only the order of a reduction's additions changes.
   }];
   let options = [
     Option<"width", "width", "int64_t", "4",
@@ -441,6 +444,57 @@ def GpuSinkConstants : Pass<"drc-gpu-sink-constants", "::mlir::func::FuncOp"> {
     constants (a vectorised body's splats, drc-gpu-vectorize-rows), which
     a launch cannot pass, stay in the kernel.
   }];
+}
+
+def GpuBlockRegions : Pass<"drc-gpu-block-regions", "::mlir::func::FuncOp"> {
+  let summary = "Run each token of a fused region on a thread block, in phases";
+  let description = [{
+    On the GPU loop form, after drc-gpu-linalg-to-loops: each top-level
+    `scf.forall` (a fused region's token loop; constant bounds, no outputs,
+    no mapping) becomes a block region, an `scf.parallel` whose every
+    iteration is one thread block (`drc.gpu_block_region`: its threads, a
+    multiple of 32 up to `block-threads`). Its body becomes a sequence of
+    phases, `scf.parallel (%t) = (0) to (n)` loops marked `drc.gpu_threads`,
+    one thread each, and work every thread runs alike:
+    - an op's parallel loop is shared among up to `block-threads` threads:
+      thread t runs the loop's iterations t, t + n, ... in row-major order,
+      so consecutive threads take consecutive vectors of a row (loads
+      coalesced across the warp);
+    - each run of other work that writes memory (a reduction's loop, an
+      accumulator's first store) is one phase of one thread;
+    - views, index arithmetic, constants and loads stay for every thread.
+    The token's temporaries become `memref.alloc`s that every thread of the
+    block shares (drc-gpu-privatize-buffers gives each token a slice of a
+    host buffer); parallel loops nested inside a phase become `scf.for`
+    loops of its thread. Phases run one after another, so on the CPU the
+    region computes what the tile loop did; drc-gpu-launch-block-regions
+    puts a barrier between them on the GPU.
+  }];
+  let options = [
+    Option<"blockThreads", "block-threads", "int64_t", "256",
+           "Most threads per block (a multiple of 32)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def GpuLaunchBlockRegions
+    : Pass<"drc-gpu-launch-block-regions", "::mlir::func::FuncOp"> {
+  let summary = "Make each block region a kernel launch with barriers between its phases";
+  let description = [{
+    Each top-level block region (drc-gpu-block-regions) becomes a
+    `gpu.launch` of one block per token with the region's threads: the
+    token is the block's id, each phase an `scf.forall` over its threads
+    mapped to `#gpu.thread<x>` and then (upstream's
+    mapNestedForallToThreadsImpl) to the thread id, guarded where the phase
+    uses fewer threads than the block, with a `gpu.barrier` after it. A
+    load that every thread runs between two phases gets a barrier before
+    the next phase too, since that phase may overwrite what it read. Work
+    outside the phases that writes memory is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def GpuMapThreads : Pass<"drc-gpu-map-threads", "::mlir::func::FuncOp"> {

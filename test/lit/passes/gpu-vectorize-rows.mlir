@@ -1,9 +1,11 @@
 // drc-gpu-vectorize-rows (docs/cuda.md): inside a token loop (one token
-// per GPU thread), a linalg op whose rows are contiguous becomes loops with
-// its row dimension innermost, in steps of 4: vector loads of the operands
+// per GPU thread block), a linalg op whose rows are contiguous becomes
+// loops over its row dimension in steps of 4: vector loads of the operands
 // that vary along the row, scalar loads (and a broadcast where needed) of
 // those that do not, vector arithmetic, and a vector store, or, for a sum
-// along the row, a vector.reduction into the accumulator.
+// along the row, a vector.reduction into the accumulator. The parallel
+// dimensions are one scf.parallel (the row's too, when it is one), the
+// reduced ones scf.for loops inside it.
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-vectorize-rows),canonicalize)" | FileCheck %s
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-vectorize-rows{width=2}),canonicalize)" | FileCheck %s --check-prefix=WIDTH2
 // RUN: not drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-vectorize-rows{width=1}))" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -22,8 +24,7 @@
 // CHECK: %[[A:.*]] = memref.subview %arg2
 // CHECK: %[[Y:.*]] = memref.subview %arg3
 // CHECK: %[[S:.*]] = memref.subview %arg4
-// CHECK: scf.for %[[N:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
-// CHECK-NEXT: scf.for %[[C:.*]] = %[[C0]] to %[[C16]] step %[[C4]] {
+// CHECK: scf.parallel (%[[N:.*]], %[[C:.*]]) = (%[[C0]], %[[C0]]) to (%[[C4]], %[[C16]]) step (%[[C1]], %[[C4]]) {
 // CHECK-NEXT: %[[XV:.*]] = vector.load %[[X]][%[[C0]], %[[N]], %[[C]]] : {{.*}}, vector<4xf32>
 // CHECK-NEXT: %[[UV:.*]] = vector.load %[[U]][%[[C0]], %[[C0]], %[[C]]] : {{.*}}, vector<4xf32>
 // CHECK-NEXT: %[[AS:.*]] = memref.load %[[A]][%[[C0]], %[[N]], %[[C0]]]
@@ -34,7 +35,7 @@
 // CHECK-NEXT: vector.store %[[R]], %[[Y]][%[[C0]], %[[N]], %[[C]]]
 // The fill of [1, 4]: one vector store.
 // CHECK: vector.store %[[ZEROS]], %[[S]][%[[C0]], %[[C0]]]
-// CHECK: scf.for %[[N2:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK: scf.parallel (%[[N2:.*]]) = (%[[C0]]) to (%[[C4]]) step (%[[C1]]) {
 // CHECK-NEXT: scf.for %[[C2:.*]] = %[[C0]] to %[[C16]] step %[[C4]] {
 // CHECK-NEXT: %[[YV:.*]] = vector.load %[[Y]][%[[C0]], %[[N2]], %[[C2]]]
 // CHECK-NEXT: %[[ACC:.*]] = memref.load %[[S]][%[[C0]], %[[N2]]]

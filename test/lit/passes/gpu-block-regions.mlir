@@ -1,0 +1,120 @@
+// drc-gpu-block-regions (docs/cuda.md): a fused region's token loop becomes
+// a block region, one thread block per token, its body phases: each op's
+// parallel loop shared among the block's threads (row-major, consecutive
+// threads on consecutive vectors of a row), each run of serial work that
+// writes memory on one thread of a warp-wide phase. The token's
+// temporaries become buffers the block shares; drc-gpu-privatize-buffers
+// then gives every token a slice of one host buffer, and
+// drc-gpu-launch-block-regions makes the region a launch with a barrier
+// after each phase.
+// RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions))" | FileCheck %s
+// RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions{block-threads=32}))" | FileCheck %s --check-prefix=ROUNDS
+// RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions,drc-gpu-privatize-buffers))" | FileCheck %s --check-prefix=SLICES
+// RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions,drc-gpu-privatize-buffers,drc-gpu-launch-block-regions),canonicalize)" | FileCheck %s --check-prefix=LAUNCH
+// RUN: not drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions{block-threads=48}))" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// A token's [4, 64] state scaled by a per-stream coefficient into a
+// temporary (64 vectors of 4), the temporary's sum of squares (serial),
+// then the temporary over that sum into the result (64 vectors).
+// CHECK-LABEL: func.func @region
+// CHECK: scf.parallel (%[[TOKEN:.*]]) = (%{{.*}}) to (%{{.*}}) step (%{{.*}}) {
+// CHECK: %[[TMP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x64xf32>
+// CHECK: scf.parallel (%[[T:.*]]) = (%{{.*}}) to (%[[C64:.*]]) step
+// CHECK: %[[COL:.*]] = arith.remui %[[T]], %{{.*}} : index
+// CHECK: %[[ROW:.*]] = arith.divui %[[T]], %{{.*}} : index
+// CHECK: %[[C:.*]] = arith.muli %[[COL]], %{{.*}} : index
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[ROW]], %[[C]]]
+// CHECK: vector.store %{{.*}}, %[[TMP]][%{{.*}}, %[[ROW]], %[[C]]]
+// CHECK: } {drc.gpu_threads}
+// CHECK: %[[ACC:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1xf32>
+// The accumulator's first store and its loop: one thread of a warp.
+// CHECK: scf.parallel (%[[S:.*]]) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: %[[FIRST:.*]] = arith.cmpi ult, %[[S]], %{{.*}} : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: memref.store %{{.*}}, %[[ACC]]
+// CHECK-NEXT: scf.for
+// CHECK: } {drc.gpu_threads}
+// CHECK: scf.parallel
+// CHECK: memref.load %[[ACC]]
+// CHECK: } {drc.gpu_threads}
+// CHECK: memref.dealloc %[[TMP]]
+// CHECK: memref.dealloc %[[ACC]]
+// CHECK: } {drc.gpu_block_region = 64 : i64}
+// CHECK-NOT: scf.forall
+
+// At most 32 threads: two rounds of 32 vectors.
+// ROUNDS-LABEL: func.func @region
+// ROUNDS: scf.parallel (%[[T:.*]]) = (%{{.*}}) to (%c32{{.*}}) step
+// ROUNDS: scf.for %[[ROUND:.*]] = %{{.*}} to %c2{{.*}} step
+// ROUNDS: %[[BASE:.*]] = arith.muli %[[ROUND]], %{{.*}} : index
+// ROUNDS-NEXT: %{{.*}} = arith.addi %[[BASE]], %[[T]] : index
+// ROUNDS: } {drc.gpu_block_region = 32 : i64}
+
+// One host buffer for both temporaries, a 1088-byte slice per token (the
+// [4, 64] temporary, then the accumulator, each rounded up to 64 bytes).
+// SLICES-LABEL: func.func @region
+// SLICES: %[[BUF:.*]] = memref.alloc() : memref<69632xi8>
+// SLICES: scf.parallel
+// SLICES: %[[START:.*]] = arith.muli %{{.*}}, %c1088 : index
+// SLICES: memref.view %[[BUF]][%{{.*}}][] : memref<69632xi8> to memref<1x4x64xf32>
+// SLICES: %[[AT:.*]] = arith.addi %[[START]], %c1024 : index
+// SLICES: memref.view %[[BUF]][%[[AT]]][] : memref<69632xi8> to memref<1xf32>
+// SLICES-NOT: memref.dealloc
+// SLICES: } {drc.gpu_block_region = 64 : i64}
+// SLICES: memref.dealloc %[[BUF]]
+
+// One block of 64 threads per token; a barrier after each of the three
+// phases, whose threads are the block's first.
+// LAUNCH-LABEL: func.func @region
+// LAUNCH: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+// LAUNCH: gpu.thread_id x
+// LAUNCH: gpu.barrier
+// LAUNCH: gpu.barrier
+// LAUNCH: gpu.barrier
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: gpu.terminator
+// LAUNCH-NOT: scf.parallel
+
+// BAD: drc-gpu-block-regions: block-threads must be a multiple of 32
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @region(%x: memref<64x4x64xf32>, %a: memref<64x4xf32>, %y: memref<64x4x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%t) in (64) {
+    %xt = memref.subview %x[%t, 0, 0] [1, 4, 64] [1, 1, 1] : memref<64x4x64xf32> to memref<1x4x64xf32, strided<[256, 64, 1], offset: ?>>
+    %yt = memref.subview %y[%t, 0, 0] [1, 4, 64] [1, 1, 1] : memref<64x4x64xf32> to memref<1x4x64xf32, strided<[256, 64, 1], offset: ?>>
+    %tmp = memref.alloca() {alignment = 64 : i64} : memref<1x4x64xf32>
+    scf.parallel (%i, %c) = (%c0, %c0) to (%c4, %c64) step (%c1, %c4) {
+      %v = vector.load %xt[%c0, %i, %c] : memref<1x4x64xf32, strided<[256, 64, 1], offset: ?>>, vector<4xf32>
+      %s = memref.load %a[%t, %i] : memref<64x4xf32>
+      %sv = vector.broadcast %s : f32 to vector<4xf32>
+      %m = arith.mulf %v, %sv : vector<4xf32>
+      vector.store %m, %tmp[%c0, %i, %c] : memref<1x4x64xf32>, vector<4xf32>
+      scf.reduce
+    }
+    %acc = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+    memref.store %zero, %acc[%c0] : memref<1xf32>
+    scf.for %i = %c0 to %c4 step %c1 {
+      scf.for %c = %c0 to %c64 step %c4 {
+        %v = vector.load %tmp[%c0, %i, %c] : memref<1x4x64xf32>, vector<4xf32>
+        %old = memref.load %acc[%c0] : memref<1xf32>
+        %sq = arith.mulf %v, %v : vector<4xf32>
+        %new = vector.reduction <add>, %sq, %old : vector<4xf32> into f32
+        memref.store %new, %acc[%c0] : memref<1xf32>
+      }
+    }
+    scf.parallel (%i, %c) = (%c0, %c0) to (%c4, %c64) step (%c1, %c4) {
+      %v = vector.load %tmp[%c0, %i, %c] : memref<1x4x64xf32>, vector<4xf32>
+      %s = memref.load %acc[%c0] : memref<1xf32>
+      %sv = vector.broadcast %s : f32 to vector<4xf32>
+      %d = arith.divf %v, %sv : vector<4xf32>
+      vector.store %d, %yt[%c0, %i, %c] : memref<1x4x64xf32, strided<[256, 64, 1], offset: ?>>, vector<4xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
