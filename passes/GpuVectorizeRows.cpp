@@ -8,7 +8,8 @@
 // one vector load, arithmetic and store per iteration instead of `width`
 // scalar ones (drc-gpu-align-vectors later proves the accesses aligned, so
 // NVPTX makes each one ld.global.v4.b32), consecutive threads on
-// consecutive vectors.
+// consecutive vectors. A long sum along the row is split into per-thread
+// partial sums, so that a block's threads share it too.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -92,7 +93,8 @@ bool lanewiseBody(linalg::GenericOp op) {
 /// reads the others as scalars, computes on vectors where a value varies
 /// along `d` and on scalars where it does not, and stores a vector, or,
 /// for an output reduced along `d`, reduces the vector into the scalar
-/// accumulator (in order, as the scalar loop would). Fails, changing
+/// accumulator (in order, as the scalar loop would; or, for a long row,
+/// in per-thread partial sums first: splitRowSums). Fails, changing
 /// nothing, when an output's reduction has no single combining op.
 class RowVectorizer {
 public:
@@ -112,20 +114,15 @@ public:
         return failure();
       combiners.push_back(ops.front());
     }
-    Location loc = op.getLoc();
     OpBuilder b(op);
-    SmallVector<int64_t> extents = op.getStaticLoopRanges();
+    extents = op.getStaticLoopRanges();
     ivs.assign(extents.size(), Value());
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    auto index = [&](int64_t v) {
-      return arith::ConstantIndexOp::create(b, loc, v).getResult();
-    };
-    auto step = [&](unsigned dim) { return dim == d ? width : 1; };
+    zero = index(b, 0);
     // The parallel dimensions (the row's last, if it is one) as one
     // parallel loop, so that a GPU block may share them among its threads
     // (drc-gpu-block-regions); then the reduced ones in order, the row's
     // innermost.
-    SmallVector<unsigned> parallel, reduced;
+    SmallVector<unsigned> reduced;
     for (unsigned dim = 0; dim < extents.size(); ++dim) {
       if (dim == d)
         continue;
@@ -136,28 +133,194 @@ public:
       else
         reduced.push_back(dim);
     }
-    (linalg::isParallelIterator(op.getIteratorTypesArray()[d]) ? parallel
-                                                               : reduced)
-        .push_back(d);
-    if (!parallel.empty()) {
-      SmallVector<Value> lower, upper, steps;
-      for (unsigned dim : parallel) {
-        lower.push_back(zero);
-        upper.push_back(index(extents[dim]));
-        steps.push_back(index(step(dim)));
+    bool rowReduced =
+        !linalg::isParallelIterator(op.getIteratorTypesArray()[d]);
+    if (rowReduced && reduced.empty()) {
+      if (int64_t slices = sliceCount(combiners)) {
+        splitRowSums(b, combiners, slices);
+        rewriter.eraseOp(op);
+        return success();
       }
-      auto loop = scf::ParallelOp::create(b, loc, lower, upper, steps);
-      for (auto [dim, iv] : llvm::zip(parallel, loop.getInductionVars()))
-        ivs[dim] = iv;
-      b.setInsertionPoint(loop.getBody()->getTerminator());
     }
+    (rowReduced ? reduced : parallel).push_back(d);
+    openParallel(b, {});
     for (unsigned dim : reduced) {
-      auto loop = scf::ForOp::create(b, loc, zero, index(extents[dim]),
-                                     index(step(dim)));
+      auto loop = scf::ForOp::create(
+          b, op.getLoc(), zero, index(b, extents[dim]), index(b, step(dim)));
       ivs[dim] = loop.getInductionVar();
       b.setInsertionPoint(loop.getBody()->getTerminator());
     }
+    SmallVector<Value> sums = iteration(b, combiners, {});
+    for (auto [out, sum] : llvm::zip(reducedOutputs(), sums))
+      memref::StoreOp::create(b, op.getLoc(), sum, out->get(),
+                              indices(b, *out));
+    rewriter.eraseOp(op);
+    return success();
+  }
 
+private:
+  /// Vectors of a row one thread sums (split row sums).
+  static constexpr int64_t kSliceVectors = 8;
+
+  Value index(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, op.getLoc(), v);
+  }
+
+  int64_t step(unsigned dim) { return dim == d ? width : 1; }
+
+  /// Opens one parallel loop over `parallel` (in steps of `width` along the
+  /// row) and the extra dimensions of `more` extents, leaving `b` in its
+  /// body; returns the extra dimensions' induction variables. Nothing to
+  /// loop over opens nothing.
+  SmallVector<Value> openParallel(OpBuilder &b, ArrayRef<int64_t> more) {
+    SmallVector<Value> lower, upper, steps;
+    for (unsigned dim : parallel) {
+      lower.push_back(zero);
+      upper.push_back(index(b, extents[dim]));
+      steps.push_back(index(b, step(dim)));
+    }
+    for (int64_t n : more) {
+      lower.push_back(zero);
+      upper.push_back(index(b, n));
+      steps.push_back(index(b, 1));
+    }
+    if (lower.empty())
+      return {};
+    auto loop = scf::ParallelOp::create(b, op.getLoc(), lower, upper, steps);
+    for (auto [dim, iv] : llvm::zip(parallel, loop.getInductionVars()))
+      ivs[dim] = iv;
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    return llvm::to_vector(
+        ValueRange(loop.getInductionVars()).drop_front(parallel.size()));
+  }
+
+  /// The outputs reduced along the row, in order.
+  SmallVector<OpOperand *> reducedOutputs() {
+    SmallVector<OpOperand *> outs;
+    for (OpOperand &out : op.getDpsInitsMutable())
+      if (!usesRowDim(out))
+        outs.push_back(&out);
+    return outs;
+  }
+
+  /// The value `kind` leaves its other operand unchanged with, for f32-like
+  /// `type`; null for the kinds a split sum does not take.
+  static Value identity(OpBuilder &b, Location loc, vector::CombiningKind kind,
+                        Type type) {
+    auto f = dyn_cast<FloatType>(type);
+    if (!f)
+      return {};
+    auto constant = [&](APFloat v) -> Value {
+      return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, v));
+    };
+    switch (kind) {
+    case vector::CombiningKind::ADD:
+      return constant(APFloat::getZero(f.getFloatSemantics()));
+    case vector::CombiningKind::MUL:
+      return constant(APFloat::getOne(f.getFloatSemantics()));
+    case vector::CombiningKind::MAXIMUMF:
+      return constant(
+          APFloat::getInf(f.getFloatSemantics(), /*Negative=*/true));
+    case vector::CombiningKind::MINIMUMF:
+      return constant(APFloat::getInf(f.getFloatSemantics()));
+    default:
+      return {};
+    }
+  }
+
+  /// Into how many per-thread partial sums a sum along the row splits
+  /// (kSliceVectors vectors each), or 0: not at least two, or a combining
+  /// kind without an identity.
+  int64_t sliceCount(ArrayRef<Operation *> combiners) {
+    int64_t vectors = extents[d] / width;
+    if (vectors % kSliceVectors != 0 || vectors < 2 * kSliceVectors)
+      return 0;
+    for (Operation *combiner : combiners)
+      if (!isa<FloatType>(combiner->getResult(0).getType()) ||
+          !llvm::is_contained({vector::CombiningKind::ADD,
+                               vector::CombiningKind::MUL,
+                               vector::CombiningKind::MAXIMUMF,
+                               vector::CombiningKind::MINIMUMF},
+                              *linalg::getCombinerOpKind(combiner)))
+        return 0;
+    return vectors / kSliceVectors;
+  }
+
+  /// A sum along the row as two parallel loops: partial sums, slice s of
+  /// thread-sized ones summing the row's vectors s, s + slices, ... (so
+  /// consecutive threads read consecutive vectors), into a temporary
+  /// [output..., slices] from the combining kind's identity; then each
+  /// output's first value combined with its partial sums in order. On a
+  /// GPU block the first loop keeps slices times more threads busy than the
+  /// sum's own parallel dimensions would.
+  void splitRowSums(OpBuilder &b, ArrayRef<Operation *> combiners,
+                    int64_t slices) {
+    Location loc = op.getLoc();
+    SmallVector<OpOperand *> outs = reducedOutputs();
+    SmallVector<Value> partials;
+    for (OpOperand *out : outs) {
+      auto type = cast<MemRefType>(out->get().getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape.push_back(slices);
+      partials.push_back(memref::AllocaOp::create(
+          b, loc, MemRefType::get(shape, type.getElementType()),
+          b.getI64IntegerAttr(64)));
+    }
+    auto partialAt = [&](OpBuilder &at, OpOperand *out, Value slice) {
+      SmallVector<Value> where = indices(at, *out);
+      where.push_back(slice);
+      return where;
+    };
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Value slice = openParallel(b, {slices})[0];
+      SmallVector<Value> inits;
+      for (Operation *combiner : combiners)
+        inits.push_back(identity(b, loc, *linalg::getCombinerOpKind(combiner),
+                                 combiner->getResult(0).getType()));
+      auto each = scf::ForOp::create(b, loc, zero,
+                                     index(b, extents[d] / width / slices),
+                                     index(b, 1), inits);
+      b.setInsertionPointToStart(each.getBody());
+      Value vector = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, each.getInductionVar(),
+                                index(b, slices)),
+          slice);
+      ivs[d] = arith::MulIOp::create(b, loc, vector, index(b, width));
+      scf::YieldOp::create(b, loc,
+                           iteration(b, combiners, each.getRegionIterArgs()));
+      b.setInsertionPointAfter(each);
+      for (auto [out, partial, sum] :
+           llvm::zip(outs, partials, each.getResults()))
+        memref::StoreOp::create(b, loc, sum, partial, partialAt(b, out, slice));
+    }
+    openParallel(b, {});
+    for (auto [out, partial, combiner] : llvm::zip(outs, partials, combiners)) {
+      Value first =
+          memref::LoadOp::create(b, loc, out->get(), indices(b, *out));
+      auto each = scf::ForOp::create(b, loc, zero, index(b, slices),
+                                     index(b, 1), ValueRange{first});
+      OpBuilder inner = OpBuilder::atBlockBegin(each.getBody());
+      Value term = memref::LoadOp::create(
+          inner, loc, partial, partialAt(inner, out, each.getInductionVar()));
+      scf::YieldOp::create(inner, loc,
+                           vector::makeArithReduction(
+                               inner, loc, *linalg::getCombinerOpKind(combiner),
+                               each.getRegionIterArgs()[0], term));
+      memref::StoreOp::create(b, loc, each.getResult(0), out->get(),
+                              indices(b, *out));
+    }
+  }
+
+  /// One iteration at `b` (ivs set): loads of the operands, the body's
+  /// arithmetic on vectors where it varies along the row, stores of the
+  /// outputs along the row; returns each reduced output's accumulator
+  /// combined with this iteration's vector (`vector.reduction`), which
+  /// starts from `accumulators` or, if none are given, from the output.
+  SmallVector<Value> iteration(OpBuilder &b, ArrayRef<Operation *> combiners,
+                               ValueRange accumulators) {
+    Location loc = op.getLoc();
     IRMapping map;
     for (OpOperand &operand : op->getOpOperands()) {
       BlockArgument arg = op.getMatchingBlockArgument(&operand);
@@ -167,6 +330,8 @@ public:
         map.map(arg, operand.get());
         continue;
       }
+      if (op.isDpsInit(&operand) && !accumulators.empty())
+        continue; // the accumulators, mapped below
       SmallVector<Value> at = indices(b, operand);
       if (usesRowDim(operand)) {
         varying.insert(arg);
@@ -200,16 +365,16 @@ public:
       varying.insert(inner.getResult(0));
     }
     auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+    SmallVector<Value> sums;
     for (OpOperand &out : op.getDpsInitsMutable()) {
       unsigned i = out.getOperandNumber() - op.getNumDpsInputs();
       Value result = yield.getOperand(i);
-      SmallVector<Value> at = indices(b, out);
       if (usesRowDim(out)) {
         Value value = map.lookupOrDefault(result);
         if (!varying.contains(result))
           value = vector::BroadcastOp::create(
               b, loc, vectorOf(result.getType()), value);
-        vector::StoreOp::create(b, loc, value, out.get(), at);
+        vector::StoreOp::create(b, loc, value, out.get(), indices(b, out));
         continue;
       }
       Operation *combiner = result.getDefiningOp();
@@ -220,16 +385,14 @@ public:
       if (!varying.contains(term))
         lanes = vector::BroadcastOp::create(b, loc, vectorOf(term.getType()),
                                             lanes);
-      Value reduced = vector::ReductionOp::create(
-          b, loc, *linalg::getCombinerOpKind(combiner), lanes,
-          map.lookupOrDefault(acc));
-      memref::StoreOp::create(b, loc, reduced, out.get(), at);
+      Value start = accumulators.empty() ? map.lookupOrDefault(acc)
+                                         : accumulators[sums.size()];
+      sums.push_back(vector::ReductionOp::create(
+          b, loc, *linalg::getCombinerOpKind(combiner), lanes, start));
     }
-    rewriter.eraseOp(op);
-    return success();
+    return sums;
   }
 
-private:
   bool usesRowDim(OpOperand &operand) {
     return op.getMatchingIndexingMap(&operand).isFunctionOfDim(d);
   }
@@ -254,6 +417,9 @@ private:
   linalg::GenericOp op;
   unsigned d;
   int64_t width;
+  SmallVector<int64_t> extents;
+  SmallVector<unsigned> parallel; ///< non-unit parallel dimensions
+  Value zero;
   SmallVector<Value> ivs;
   llvm::DenseSet<Value> varying;
 };

@@ -373,8 +373,15 @@ def GpuVectorizeRows : Pass<"drc-gpu-vectorize-rows", "::mlir::func::FuncOp"> {
     into the accumulator. The op's parallel dimensions become one
     `scf.parallel` (which drc-gpu-block-regions shares among a block's
     threads), its reduced ones `scf.for` loops inside it in their order,
-    the vectorised dimension innermost. Other ops are left as they are.
-    Only the order of a reduction's additions changes.
+    the vectorised dimension innermost. When the row is the only reduced
+    dimension, is at least 16 vectors long (a multiple of 8), and every
+    reduction adds, multiplies, or takes the maximum or minimum of floats,
+    it is summed in two parallel loops instead: partial sums over slices
+    of 8 vectors (slice s takes vectors s, s + slices, ..., so consecutive
+    threads read consecutive vectors) from the kind's identity into a
+    temporary `[output..., slices]`, then each output's first value
+    combined with its partial sums in order. Other ops are left as they
+    are. Only the order of a reduction's additions changes.
   }];
   let options = [
     Option<"width", "width", "int64_t", "4",

@@ -119,3 +119,51 @@ func.func @left_alone(%x: memref<64x6xf32>, %y: memref<64x6xf32>, %p: memref<8x8
   }
   return
 }
+
+// A sum along a row of 16 vectors splits into 2 partial sums of 8 each,
+// slice s summing the row's vectors s, s + 2, ... (consecutive threads on
+// consecutive vectors), into a [1, 4, 2] temporary; then each output's
+// first value plus its partial sums in order.
+// CHECK-LABEL: func.func @split
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: scf.forall
+// CHECK: %[[X:.*]] = memref.subview %arg0
+// CHECK: %[[S:.*]] = memref.subview %arg1
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x4x2xf32>
+// CHECK: scf.parallel (%[[N:.*]], %[[SL:.*]]) = (%[[C0]], %[[C0]]) to (%[[C4]], %[[C2]]) step (%[[C1]], %[[C1]]) {
+// CHECK-NEXT: %[[SUM:.*]] = scf.for %[[J:.*]] = %[[C0]] to %[[C8]] step %[[C1]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32) {
+// CHECK-NEXT: %[[K:.*]] = arith.muli %[[J]], %[[C2]] : index
+// CHECK-NEXT: %[[V:.*]] = arith.addi %[[K]], %[[SL]] : index
+// CHECK-NEXT: %[[COL:.*]] = arith.muli %[[V]], %[[C4]] : index
+// CHECK-NEXT: %[[XV:.*]] = vector.load %[[X]][%[[C0]], %[[N]], %[[COL]]]
+// CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[XV]], %[[XV]] : vector<4xf32>
+// CHECK-NEXT: %[[R:.*]] = vector.reduction <add>, %[[SQ]], %[[ACC]] : vector<4xf32> into f32
+// CHECK-NEXT: scf.yield %[[R]] : f32
+// CHECK: memref.store %[[SUM]], %[[P]][%[[C0]], %[[N]], %[[SL]]]
+// CHECK: scf.parallel (%[[N2:.*]]) = (%[[C0]]) to (%[[C4]]) step (%[[C1]]) {
+// CHECK-NEXT: %[[FIRST:.*]] = memref.load %[[S]][%[[C0]], %[[N2]]]
+// CHECK-NEXT: %[[TOTAL:.*]] = scf.for %[[I:.*]] = %[[C0]] to %[[C2]] step %[[C1]] iter_args(%[[A:.*]] = %[[FIRST]]) -> (f32) {
+// CHECK-NEXT: %[[PART:.*]] = memref.load %[[P]][%[[C0]], %[[N2]], %[[I]]]
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addf %[[A]], %[[PART]] : f32
+// CHECK-NEXT: scf.yield %[[NEXT]] : f32
+// CHECK: memref.store %[[TOTAL]], %[[S]][%[[C0]], %[[N2]]]
+func.func @split(%x: memref<64x4x64xf32>, %s: memref<64x4xf32>) {
+  scf.forall (%t) in (64) {
+    %xt = memref.subview %x[%t, 0, 0] [1, 4, 64] [1, 1, 1] : memref<64x4x64xf32> to memref<1x4x64xf32, strided<[256, 64, 1], offset: ?>>
+    %st = memref.subview %s[%t, 0] [1, 4] [1, 1] : memref<64x4xf32> to memref<1x4xf32, strided<[4, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id3, #sum], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%xt : memref<1x4x64xf32, strided<[256, 64, 1], offset: ?>>)
+        outs(%st : memref<1x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%v: f32, %o: f32):
+      %sq = arith.mulf %v, %v : f32
+      %a = arith.addf %o, %sq : f32
+      linalg.yield %a : f32
+    }
+  }
+  return
+}

@@ -141,14 +141,15 @@ inline const std::vector<std::string> &libraryResiduals() {
   return residuals;
 }
 
-/// A 2-block model, vocab 32, d 16, 16 tokens per step, with the given
-/// [residual] table body.
+/// A 2-block model, vocab 32, d 16 (or `dModel`), 16 tokens per step, with
+/// the given [residual] table body.
 inline ModelSpec tinySpec(const std::string &residual = "",
-                          double normEps = 1e-6) {
+                          double normEps = 1e-6, int dModel = 16) {
   return parseModelSpec(R"(
 [model]
 vocab = 32
-d_model = 16
+d_model = )" + std::to_string(dModel) +
+                            R"(
 n_layer = 2
 n_head = 2
 seq_len = 8
