@@ -44,7 +44,7 @@ struct CudaArtifacts {
 };
 
 /// `train` with the GPU's choices: one token per fused tile (each thread
-/// runs one token's residual work, and its temporaries fit on its stack),
+/// block runs one token's residual work, drc-gpu-block-regions),
 /// the dense embedding gradient (no serial scatter) and attention's
 /// products batched over all heads (a loop over head blocks would give the
 /// GPU 32 threads' work at the benchmark shape).

@@ -347,11 +347,13 @@ def GpuPrivatizeBuffers
   let description = [{
     A `memref.alloc` inside a top-level `scf.parallel` with constant bounds
     (a temporary too large for a GPU thread's stack, such as a token's copy
-    of Full AttnRes's depth bank) would become device `malloc`. Instead,
-    each such temporary becomes one byte buffer allocated before the loop,
-    with a 64-byte aligned slice per iteration (`memref.view` at the
-    iteration's row-major number, the same type as the allocation) and
-    freed after the loop; the deallocations inside go.
+    of Full AttnRes's depth bank, or a block region's temporary, which the
+    block's threads share) would become device `malloc`. Instead, the
+    loop's temporaries share one byte buffer allocated before the loop and
+    freed after it: each iteration's slice (at its row-major number) holds
+    each temporary in turn, 64-byte aligned (`memref.view`, the same type
+    as the allocation), so a kernel takes one operand for all of them; the
+    deallocations inside go.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
