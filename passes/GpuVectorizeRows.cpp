@@ -78,11 +78,13 @@ std::optional<unsigned> rowDimension(linalg::LinalgOp op, int64_t width) {
 }
 
 /// Whether `op`'s body is arithmetic that works lane by lane on vectors:
-/// every op elementwise (arith, math) with one result, and no linalg.index.
+/// every op elementwise (arith, math) with one result, or a loop index
+/// (causal attention's mask compares two).
 bool lanewiseBody(linalg::GenericOp op) {
   for (Operation &inner : op.getBody()->without_terminator())
-    if (!inner.hasTrait<OpTrait::Elementwise>() || inner.getNumResults() != 1 ||
-        inner.getNumRegions() != 0)
+    if (!isa<linalg::IndexOp>(inner) &&
+        (!inner.hasTrait<OpTrait::Elementwise>() ||
+         inner.getNumResults() != 1 || inner.getNumRegions() != 0))
       return false;
   return true;
 }
@@ -344,6 +346,23 @@ private:
     for (Operation &inner : op.getBody()->without_terminator()) {
       if (llvm::is_contained(combiners, &inner))
         continue; // the reduction, below
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        // The row's index varies by lane: its first plus 0, 1, ...
+        Value at = ivs[index.getDim()];
+        if (index.getDim() == d) {
+          auto lanes = VectorType::get({width}, b.getIndexType());
+          SmallVector<APInt> steps;
+          for (int64_t lane = 0; lane < width; ++lane)
+            steps.push_back(APInt(IndexType::kInternalStorageBitWidth, lane));
+          at = arith::AddIOp::create(
+              b, loc, vector::BroadcastOp::create(b, loc, lanes, at),
+              arith::ConstantOp::create(
+                  b, loc, lanes, DenseElementsAttr::get(lanes, steps)));
+          varying.insert(index.getResult());
+        }
+        map.map(index.getResult(), at);
+        continue;
+      }
       bool varies = llvm::any_of(inner.getOperands(),
                                  [&](Value v) { return varying.contains(v); });
       if (!varies) {
@@ -435,8 +454,14 @@ struct GpuVectorizeRowsPass
       return signalPassFailure();
     }
     SmallVector<linalg::LinalgOp> ops;
+    // Every op on buffers but a kernel's matrix product, which may yet go
+    // to cuBLASLt (drc-gpu-linalg-to-loops): a fused region's ops, and the
+    // other kernels, whose rows (a softmax's, a norm's) a block then reads
+    // coalesced, a long sum along them split among threads.
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (op->getParentOfType<scf::ForallOp>() && op.hasPureBufferSemantics())
+      if (op.hasPureBufferSemantics() &&
+          (op->getParentOfType<scf::ForallOp>() ||
+           !linalg::isaContractionOpInterface(op)))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());

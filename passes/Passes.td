@@ -364,7 +364,9 @@ def GpuVectorizeRows : Pass<"drc-gpu-vectorize-rows", "::mlir::func::FuncOp"> {
   let description = [{
     On buffers, before convert-linalg-to-parallel-loops: every linalg op
     inside an `scf.forall` (a fused region's token loop, one token per GPU
-    thread block) becomes loops. When one of the op's loop
+    thread block) and every other one but a contraction (a matrix product
+    drc-gpu-linalg-to-loops may leave to cuBLASLt) becomes loops; a loop
+    index in the body (causal attention's mask) is a vector along the row. When one of the op's loop
     dimensions is the last, contiguous index of its operands (most votes
     among operands with a unit last stride; ties go to the later
     dimension), `width` divides its extent, and every operand that uses it

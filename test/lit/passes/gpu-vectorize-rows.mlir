@@ -1,11 +1,11 @@
 // drc-gpu-vectorize-rows (docs/cuda.md): inside a token loop (one token
-// per GPU thread block), a linalg op whose rows are contiguous becomes
-// loops over its row dimension in steps of 4: vector loads of the operands
-// that vary along the row, scalar loads (and a broadcast where needed) of
-// those that do not, vector arithmetic, and a vector store, or, for a sum
-// along the row, a vector.reduction into the accumulator. The parallel
-// dimensions are one scf.parallel (the row's too, when it is one), the
-// reduced ones scf.for loops inside it.
+// per GPU thread block) or on its own, a linalg op whose rows are
+// contiguous becomes loops over its row dimension in steps of 4: vector
+// loads of the operands that vary along the row, scalar loads (and a
+// broadcast where needed) of those that do not, vector arithmetic, and a
+// vector store, or, for a sum along the row, a vector.reduction into the
+// accumulator. The parallel dimensions are one scf.parallel (the row's
+// too, when it is one), the reduced ones scf.for loops inside it.
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-vectorize-rows),canonicalize)" | FileCheck %s
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-vectorize-rows{width=2}),canonicalize)" | FileCheck %s --check-prefix=WIDTH2
 // RUN: not drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-vectorize-rows{width=1}))" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -48,12 +48,21 @@
 // WIDTH2: vector.load {{.*}} vector<2xf32>
 // WIDTH2: vector.reduction <add>, {{.*}} : vector<2xf32> into f32
 
+// Rows of 6 (4 does not divide them), a transpose, and a matrix product
+// outside a token loop (cuBLASLt's, drc-gpu-linalg-to-loops) stay.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: vector.
 // CHECK: linalg.generic
 // CHECK: linalg.generic
-// CHECK: linalg.generic
+// CHECK: linalg.matmul
 // CHECK-NOT: vector.
+
+// Outside a token loop (a kernel of its own) an op is vectorised too.
+// CHECK-LABEL: func.func @kernel
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%[[C0:.*]], %[[C0]]) to (%{{.*}}, %{{.*}}) step (%{{.*}}, %[[C4:.*]]) {
+// CHECK: vector.load
+// CHECK: vector.store
+// CHECK-NOT: linalg.
 
 // BAD: drc-gpu-vectorize-rows: width must be at least 2
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -111,6 +120,10 @@ func.func @left_alone(%x: memref<64x6xf32>, %y: memref<64x6xf32>, %p: memref<8x8
       linalg.yield %v : f32
     }
   }
+  linalg.matmul ins(%p, %p : memref<8x8xf32>, memref<8x8xf32>) outs(%q : memref<8x8xf32>)
+  return
+}
+func.func @kernel(%p: memref<8x8xf32>, %q: memref<8x8xf32>) {
   linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
       ins(%p : memref<8x8xf32>) outs(%q : memref<8x8xf32>) {
   ^bb0(%v: f32, %o: f32):
@@ -164,6 +177,40 @@ func.func @split(%x: memref<64x4x64xf32>, %s: memref<64x4xf32>) {
       %a = arith.addf %o, %sq : f32
       linalg.yield %a : f32
     }
+  }
+  return
+}
+
+// Causal attention's masked row max (a kernel of its own): the row's index
+// is a vector, its first plus [0, 1, 2, 3], compared with the row number;
+// the max splits into partial maxima from -inf like a sum.
+// CHECK-LABEL: func.func @masked
+// CHECK-DAG: %[[LANES:.*]] = arith.constant dense<[0, 1, 2, 3]> : vector<4xindex>
+// CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: scf.parallel (%[[ROW:.*]], %[[SL:.*]]) =
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[NEGINF]]) -> (f32) {
+// CHECK: %[[K:.*]] = arith.addi %{{.*}}, %[[SL]] : index
+// CHECK-NEXT: %[[COL:.*]] = arith.muli %[[K]], %{{.*}} : index
+// CHECK-NEXT: %[[V:.*]] = vector.load %arg0[%[[ROW]], %[[COL]]]
+// CHECK: %[[FIRST:.*]] = vector.broadcast %[[COL]] : index to vector<4xindex>
+// CHECK: %[[COLS:.*]] = arith.addi %[[FIRST]], %[[LANES]] : vector<4xindex>
+// CHECK: %[[ROWS:.*]] = vector.broadcast %[[ROW]] : index to vector<4xindex>
+// CHECK: %[[KEEP:.*]] = arith.cmpi ule, %[[COLS]], %[[ROWS]] : vector<4xindex>
+// CHECK: %[[M:.*]] = arith.select %[[KEEP]], %[[V]], %{{.*}} : vector<4xi1>, vector<4xf32>
+// CHECK: vector.reduction <maximumf>, %[[M]], %[[ACC]] : vector<4xf32> into f32
+// CHECK: scf.parallel
+// CHECK: arith.maximumf
+func.func @masked(%s: memref<64x64xf32>, %m: memref<64xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%s : memref<64x64xf32>) outs(%m : memref<64xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %c = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %keep = arith.cmpi ule, %c, %r : index
+    %x = arith.select %keep, %v, %ninf : f32
+    %max = arith.maximumf %o, %x : f32
+    linalg.yield %max : f32
   }
   return
 }
