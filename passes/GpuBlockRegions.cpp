@@ -145,6 +145,7 @@ struct GpuBlockRegionsPass
     }
     if (failed(closeRun()))
       return failure();
+    mergeSingleThreadPhases(body);
     // A buffer allocated per iteration of a phase would be one per token
     // (drc-gpu-privatize-buffers), shared by the threads running them; an
     // alloca there, in a thread's loop over its iterations, would grow the
@@ -187,6 +188,40 @@ struct GpuBlockRegionsPass
   /// body of an iteration goes. Returns the iteration's number. (At least a
   /// warp even for one iteration: canonicalization would otherwise inline
   /// a one-iteration loop, and a warp is what the GPU runs anyway.)
+  /// One-iteration phases (openPhase) and the block their work is in.
+  llvm::DenseMap<Operation *, Block *> singleThread;
+
+  /// Puts each one-iteration phase's work at the start of the next one's,
+  /// when only views, index arithmetic and allocations come between them:
+  /// the same thread runs both, in order, with one barrier fewer (a token's
+  /// scalars: a one-element fill, a norm's inverse, an accumulator's start).
+  void mergeSingleThreadPhases(Block *body) {
+    Operation *previous = nullptr;
+    for (Operation &op :
+         llvm::make_early_inc_range(body->without_terminator())) {
+      if (auto it = singleThread.find(&op); it != singleThread.end()) {
+        if (previous) {
+          // Both run on thread 0: the earlier's index is the later's.
+          cast<scf::ParallelOp>(previous)
+              .getInductionVars()[0]
+              .replaceAllUsesWith(
+                  cast<scf::ParallelOp>(op).getInductionVars()[0]);
+          Block *from = singleThread.lookup(previous), *to = it->second;
+          to->getOperations().splice(to->begin(), from->getOperations(),
+                                     from->begin(),
+                                     from->getTerminator()->getIterator());
+          singleThread.erase(previous);
+          previous->erase();
+        }
+        previous = &op;
+        continue;
+      }
+      if (!isMemoryEffectFree(&op) &&
+          !isa<memref::AllocOp, memref::DeallocOp>(op))
+        previous = nullptr;
+    }
+  }
+
   Value openPhase(OpBuilder &b, Location loc, int64_t iterations) {
     int64_t threads = std::min<int64_t>(wholeWarps(iterations), blockThreads);
     int64_t rounds = (iterations + threads - 1) / threads;
@@ -212,6 +247,8 @@ struct GpuBlockRegionsPass
       auto guard = scf::IfOp::create(b, loc, inside, false);
       b.setInsertionPoint(guard.thenBlock()->getTerminator());
     }
+    if (iterations == 1)
+      singleThread[phase] = b.getInsertionBlock();
     return iteration;
   }
 

@@ -472,7 +472,9 @@ def GpuBlockRegions : Pass<"drc-gpu-block-regions", "::mlir::func::FuncOp"> {
       so consecutive threads take consecutive vectors of a row (loads
       coalesced across the warp);
     - each run of other work that writes memory (a reduction's loop, an
-      accumulator's first store) is one phase of one thread;
+      accumulator's first store) is one phase of one thread, and
+      one-thread phases with only views, index arithmetic and allocations
+      between them are one phase;
     - views, index arithmetic, constants and loads stay for every thread.
     The token's temporaries become `memref.alloc`s that every thread of the
     block shares (drc-gpu-privatize-buffers gives each token a slice of a

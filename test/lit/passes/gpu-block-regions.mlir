@@ -118,3 +118,44 @@ func.func @region(%x: memref<64x4x64xf32>, %a: memref<64x4xf32>, %y: memref<64x4
   return
 }
 
+
+// A token's scalars: a one-element fill (a one-iteration parallel loop)
+// and the serial sum after it are one phase on thread 0; a load every
+// thread runs ends the merging, so the store after it is a phase of its
+// own.
+// CHECK-LABEL: func.func @scalars
+// CHECK: %[[ACC:.*]] = memref.alloc() : memref<1xf32>
+// CHECK: scf.parallel (%[[T:.*]]) =
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}}, %[[ACC]][%[[T]]] : memref<1xf32>
+// CHECK-NEXT: scf.for
+// CHECK: } {drc.gpu_threads}
+// CHECK-NEXT: %[[SUM:.*]] = memref.load %[[ACC]]
+// CHECK-NEXT: %{{.*}} = arith.constant
+// CHECK: scf.parallel
+// CHECK: memref.store %[[SUM]]
+// CHECK: } {drc.gpu_threads}
+// CHECK-NOT: drc.gpu_threads
+// CHECK: } {drc.gpu_block_region = 32 : i64}
+func.func @scalars(%x: memref<64x4xf32>, %y: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%t) in (64) {
+    %acc = memref.alloca() : memref<1xf32>
+    scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+      memref.store %zero, %acc[%i] : memref<1xf32>
+      scf.reduce
+    }
+    scf.for %i = %c0 to %c4 step %c1 {
+      %v = memref.load %x[%t, %i] : memref<64x4xf32>
+      %old = memref.load %acc[%c0] : memref<1xf32>
+      %new = arith.addf %old, %v : f32
+      memref.store %new, %acc[%c0] : memref<1xf32>
+    }
+    %sum = memref.load %acc[%c0] : memref<1xf32>
+    memref.store %sum, %y[%t] : memref<64xf32>
+  }
+  return
+}
