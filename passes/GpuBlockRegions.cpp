@@ -45,9 +45,10 @@ struct GpuBlockRegionsPass
   using GpuBlockRegionsBase::GpuBlockRegionsBase;
 
   void runOnOperation() override {
-    if (blockThreads < kWarp || blockThreads % kWarp != 0) {
+    if (blockThreads < kWarp || blockThreads % kWarp != 0 ||
+        blockThreads > 1024) {
       getOperation().emitError("drc-gpu-block-regions: block-threads must "
-                               "be a multiple of 32");
+                               "be a multiple of 32 up to 1024");
       return signalPassFailure();
     }
     for (auto forall : llvm::make_early_inc_range(
@@ -146,6 +147,7 @@ struct GpuBlockRegionsPass
     if (failed(closeRun()))
       return failure();
     mergeSingleThreadPhases(body);
+    singleThread.clear();
     // A buffer allocated per iteration of a phase would be one per token
     // (drc-gpu-privatize-buffers), shared by the threads running them; an
     // alloca there, in a thread's loop over its iterations, would grow the
@@ -182,13 +184,8 @@ struct GpuBlockRegionsPass
     return success();
   }
 
-  /// Opens a phase of `iterations` iterations at `b`'s insertion point: a
-  /// loop over a multiple of 32 threads, up to block-threads, in which
-  /// thread t runs iterations t, t + threads, ...; `b` is left where the
-  /// body of an iteration goes. Returns the iteration's number. (At least a
-  /// warp even for one iteration: canonicalization would otherwise inline
-  /// a one-iteration loop, and a warp is what the GPU runs anyway.)
-  /// One-iteration phases (openPhase) and the block their work is in.
+  /// The current region's one-iteration phases (openPhase) and the block
+  /// their work is in.
   llvm::DenseMap<Operation *, Block *> singleThread;
 
   /// Puts each one-iteration phase's work at the start of the next one's,
@@ -222,6 +219,12 @@ struct GpuBlockRegionsPass
     }
   }
 
+  /// Opens a phase of `iterations` iterations at `b`'s insertion point: a
+  /// loop over a multiple of 32 threads, up to block-threads, in which
+  /// thread t runs iterations t, t + threads, ...; `b` is left where the
+  /// body of an iteration goes. Returns the iteration's number. (At least a
+  /// warp even for one iteration: canonicalization would otherwise inline
+  /// a one-iteration loop, and a warp is what the GPU runs anyway.)
   Value openPhase(OpBuilder &b, Location loc, int64_t iterations) {
     int64_t threads = std::min<int64_t>(wholeWarps(iterations), blockThreads);
     int64_t rounds = (iterations + threads - 1) / threads;

@@ -216,8 +216,9 @@ private:
       return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, v));
     };
     switch (kind) {
-    case vector::CombiningKind::ADD:
-      return constant(APFloat::getZero(f.getFloatSemantics()));
+    case vector::CombiningKind::ADD: // -0 + x is x, even for x = -0
+      return constant(
+          APFloat::getZero(f.getFloatSemantics(), /*Negative=*/true));
     case vector::CombiningKind::MUL:
       return constant(APFloat::getOne(f.getFloatSemantics()));
     case vector::CombiningKind::MAXIMUMF:
@@ -332,7 +333,8 @@ private:
         map.map(arg, operand.get());
         continue;
       }
-      if (op.isDpsInit(&operand) && !accumulators.empty())
+      if (op.isDpsInit(&operand) && !usesRowDim(operand) &&
+          !accumulators.empty())
         continue; // the accumulators, mapped below
       SmallVector<Value> at = indices(b, operand);
       if (usesRowDim(operand)) {
@@ -356,8 +358,8 @@ private:
             steps.push_back(APInt(IndexType::kInternalStorageBitWidth, lane));
           at = arith::AddIOp::create(
               b, loc, vector::BroadcastOp::create(b, loc, lanes, at),
-              arith::ConstantOp::create(
-                  b, loc, lanes, DenseElementsAttr::get(lanes, steps)));
+              arith::ConstantOp::create(b, loc, lanes,
+                                        DenseElementsAttr::get(lanes, steps)));
           varying.insert(index.getResult());
         }
         map.map(index.getResult(), at);
@@ -458,10 +460,13 @@ struct GpuVectorizeRowsPass
     // to cuBLASLt (drc-gpu-linalg-to-loops): a fused region's ops, and the
     // other kernels, whose rows (a softmax's, a norm's) a block then reads
     // coalesced, a long sum along them split among threads.
+    // (A fill outside one stays too: before a matrix product it is folded
+    // into cuBLASLt's, which then overwrites C; a fill's stores are
+    // coalesced anyway.)
     getOperation().walk([&](linalg::LinalgOp op) {
       if (op.hasPureBufferSemantics() &&
           (op->getParentOfType<scf::ForallOp>() ||
-           !linalg::isaContractionOpInterface(op)))
+           !(linalg::isaContractionOpInterface(op) || isa<linalg::FillOp>(op))))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());

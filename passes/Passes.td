@@ -485,7 +485,7 @@ def GpuBlockRegions : Pass<"drc-gpu-block-regions", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"blockThreads", "block-threads", "int64_t", "256",
-           "Most threads per block (a multiple of 32)">,
+           "Most threads per block (a multiple of 32, at most 1024)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",

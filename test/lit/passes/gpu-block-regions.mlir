@@ -75,7 +75,7 @@
 // LAUNCH: gpu.terminator
 // LAUNCH-NOT: scf.parallel
 
-// BAD: drc-gpu-block-regions: block-threads must be a multiple of 32
+// BAD: drc-gpu-block-regions: block-threads must be a multiple of 32 up to 1024
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 func.func @region(%x: memref<64x4x64xf32>, %a: memref<64x4xf32>, %y: memref<64x4x64xf32>) {
   %c0 = arith.constant 0 : index

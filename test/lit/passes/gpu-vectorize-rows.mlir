@@ -49,12 +49,14 @@
 // WIDTH2: vector.reduction <add>, {{.*}} : vector<2xf32> into f32
 
 // Rows of 6 (4 does not divide them), a transpose, and a matrix product
-// outside a token loop (cuBLASLt's, drc-gpu-linalg-to-loops) stay.
+// outside a token loop (cuBLASLt's, drc-gpu-linalg-to-loops) with the
+// zero fill of its C, which cuBLASLt's overwriting replaces, stay.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: vector.
 // CHECK: linalg.generic
 // CHECK: linalg.generic
-// CHECK: linalg.matmul
+// CHECK: linalg.fill
+// CHECK-NEXT: linalg.matmul
 // CHECK-NOT: vector.
 
 // Outside a token loop (a kernel of its own) an op is vectorised too.
@@ -120,6 +122,8 @@ func.func @left_alone(%x: memref<64x6xf32>, %y: memref<64x6xf32>, %p: memref<8x8
       linalg.yield %v : f32
     }
   }
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%q : memref<8x8xf32>)
   linalg.matmul ins(%p, %p : memref<8x8xf32>, memref<8x8xf32>) outs(%q : memref<8x8xf32>)
   return
 }
@@ -138,7 +142,7 @@ func.func @kernel(%p: memref<8x8xf32>, %q: memref<8x8xf32>) {
 // consecutive vectors), into a [1, 4, 2] temporary; then each output's
 // first value plus its partial sums in order.
 // CHECK-LABEL: func.func @split
-// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
 // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
