@@ -101,7 +101,7 @@ TEST_CASE("the GPU kernels' split row sums, run on the CPU, compute the CPU "
           "program",
           "[cuda]") {
   // At d_model 64 a fused region's sums along a row of 64 (HC's and
-  // Full AttnRes's norms, mHC's of the flattened 256) split into partial
+  // the AttnRes variants' norms, mHC's of the flattened 256) split into partial
   // sums of 8 vectors per thread (drc-gpu-vectorize-rows); at tinySpec's
   // d_model 16 most do not. The sums' order differs from the CPU
   // program's, and mHC's 20 Sinkhorn iterations amplify that: its largest
@@ -110,7 +110,9 @@ TEST_CASE("the GPU kernels' split row sums, run on the CPU, compute the CPU "
   // more.
   std::string residual =
       GENERATE(as<std::string>{}, "scheme = \"preln\"", "scheme = \"hc\"",
-               "scheme = \"mhc\"", "scheme = \"attnres\"");
+               "scheme = \"mhc\"", "scheme = \"attnres\"",
+               "scheme = \"attnres-block\"\nblock_size = 3",
+               "scheme = \"moda\"", "scheme = \"vwn\"\nn = 4\nmtp = true");
   INFO(residual);
   checkGpuLoops(drc::test::tinySpec(residual, 1e-6, 64), 1e-6);
 }
