@@ -13,6 +13,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::drc {
@@ -63,13 +64,12 @@ struct GpuBlockRegionsPass
   }
 
   LogicalResult rewrite(scf::ForallOp forall) {
-    std::optional<SmallVector<int64_t>> lower =
-        getConstantIntValues(forall.getMixedLowerBound());
-    std::optional<SmallVector<int64_t>> upper =
-        getConstantIntValues(forall.getMixedUpperBound());
-    std::optional<SmallVector<int64_t>> steps =
-        getConstantIntValues(forall.getMixedStep());
-    if (!lower || !upper || !steps || !forall.getOutputs().empty() ||
+    auto constant = [](ArrayRef<OpFoldResult> values) {
+      return getConstantIntValues(values).has_value();
+    };
+    if (!constant(forall.getMixedLowerBound()) ||
+        !constant(forall.getMixedUpperBound()) ||
+        !constant(forall.getMixedStep()) || !forall.getOutputs().empty() ||
         forall.getMapping())
       return success(); // not a bufferized tile loop: left as it is
     Block *body = forall.getBody();
@@ -77,17 +77,7 @@ struct GpuBlockRegionsPass
 
     // The token's temporaries are the block's: every thread reads what
     // another wrote (drc-gpu-privatize-buffers gives each token a slice).
-    for (auto alloca :
-         llvm::make_early_inc_range(body->getOps<memref::AllocaOp>())) {
-      OpBuilder b(alloca);
-      auto alloc = memref::AllocOp::create(b, alloca.getLoc(), alloca.getType(),
-                                           alloca.getDynamicSizes(),
-                                           alloca.getAlignmentAttr());
-      alloca.replaceAllUsesWith(alloc.getResult());
-      alloca.erase();
-      b.setInsertionPoint(body->getTerminator());
-      memref::DeallocOp::create(b, alloc.getLoc(), alloc);
-    }
+    mlir::drc::allocasToHeap(*body);
     // A loop nested in an op's loop runs in that op's thread.
     SmallVector<scf::ParallelOp> nested;
     for (Operation &op : *body)
@@ -163,24 +153,13 @@ struct GpuBlockRegionsPass
       return failure();
 
     // The token loop itself, one iteration per block.
-    OpBuilder b(forall);
-    SmallVector<Value> lbs, ubs, sts;
-    for (auto [l, u, s] : llvm::zip(*lower, *upper, *steps)) {
-      lbs.push_back(index(b, loc, l));
-      ubs.push_back(index(b, loc, u));
-      sts.push_back(index(b, loc, s));
-    }
-    auto region = scf::ParallelOp::create(b, loc, lbs, ubs, sts);
+    IRRewriter rewriter(forall);
+    scf::ParallelOp region;
+    if (failed(scf::forallToParallelLoop(rewriter, forall, &region)))
+      return forall.emitError("drc-gpu-block-regions: the token loop could "
+                              "not become a parallel loop");
     region->setAttr(mlir::drc::kGpuBlockRegionAttr,
-                    b.getI64IntegerAttr(threads));
-    Block *target = region.getBody();
-    for (auto [from, to] :
-         llvm::zip(forall.getInductionVars(), region.getInductionVars()))
-      from.replaceAllUsesWith(to);
-    target->getOperations().splice(target->getTerminator()->getIterator(),
-                                   body->getOperations(), body->begin(),
-                                   body->getTerminator()->getIterator());
-    forall.erase();
+                    rewriter.getI64IntegerAttr(threads));
     return success();
   }
 

@@ -3,6 +3,7 @@
 #ifndef DRC_PASSES_GPULOOPS_H
 #define DRC_PASSES_GPULOOPS_H
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -43,6 +44,23 @@ inline std::optional<ConstantBounds> constantBounds(scf::ParallelOp loop) {
     b.trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
   }
   return b;
+}
+
+/// Each memref.alloca directly in `body` as a memref.alloc (same type and
+/// alignment) freed before the block's terminator: a buffer the threads
+/// of a kernel share, instead of one on each thread's stack.
+inline void allocasToHeap(Block &body) {
+  for (auto alloca :
+       llvm::make_early_inc_range(body.getOps<memref::AllocaOp>())) {
+    OpBuilder b(alloca);
+    auto alloc = memref::AllocOp::create(b, alloca.getLoc(), alloca.getType(),
+                                         alloca.getDynamicSizes(),
+                                         alloca.getAlignmentAttr());
+    alloca.replaceAllUsesWith(alloc.getResult());
+    alloca.erase();
+    b.setInsertionPoint(body.getTerminator());
+    memref::DeallocOp::create(b, alloc.getLoc(), alloc);
+  }
 }
 
 /// `loop` (no results) as a nest of scf.for loops in its place: the work

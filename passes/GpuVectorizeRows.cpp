@@ -206,7 +206,9 @@ private:
   }
 
   /// The value `kind` leaves its other operand unchanged with, for f32-like
-  /// `type`; null for the kinds a split sum does not take.
+  /// `type`; null for the kinds a split sum does not take. (Not
+  /// arith::getNeutralElement: its addf element is +0.0, which turns a sum
+  /// of -0.0s positive.)
   static Value identity(OpBuilder &b, Location loc, vector::CombiningKind kind,
                         Type type) {
     auto f = dyn_cast<FloatType>(type);

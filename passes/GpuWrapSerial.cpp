@@ -1,4 +1,5 @@
 //===- GpuWrapSerial.cpp - Serial host work as one-thread kernels --------===//
+#include "passes/GpuLoops.h"
 #include "passes/Passes.h"
 
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -31,16 +32,7 @@ struct GpuWrapSerialPass
       return;
     Block &body = func.getBody().front();
     // A scratch scalar on the stack becomes a buffer the kernels share.
-    for (memref::AllocaOp alloca :
-         llvm::make_early_inc_range(body.getOps<memref::AllocaOp>())) {
-      OpBuilder b(alloca);
-      auto alloc = memref::AllocOp::create(b, alloca.getLoc(), alloca.getType(),
-                                           alloca.getDynamicSizes());
-      alloca.replaceAllUsesWith(alloc.getResult());
-      alloca.erase();
-      b.setInsertionPoint(body.getTerminator());
-      memref::DeallocOp::create(b, alloc.getLoc(), alloc);
-    }
+    mlir::drc::allocasToHeap(body);
     SmallVector<SmallVector<Operation *>> runs;
     for (Operation &op : body) {
       if (staysOnHost(&op)) {
