@@ -31,6 +31,12 @@ struct CudaDriver::Api {
   int (*cuModuleGetFunction)(void **, void *, const char *);
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, void *, void **, void **);
+  int (*cuStreamBeginCapture_v2)(void *, int);
+  int (*cuStreamEndCapture)(void *, void **);
+  int (*cuGraphInstantiateWithFlags)(void **, void *, unsigned long long);
+  int (*cuGraphLaunch)(void *, void *);
+  int (*cuGraphExecDestroy)(void *);
+  int (*cuGraphDestroy)(void *);
   int (*cuGetErrorName)(int, const char **);
   int (*cuGetErrorString)(int, const char **);
 
@@ -88,6 +94,12 @@ CudaDriver::CudaDriver(int ordinal, const std::string &libraryName)
   DRC_BIND(cuModuleLoadDataEx);
   DRC_BIND(cuModuleGetFunction);
   DRC_BIND(cuLaunchKernel);
+  DRC_BIND(cuStreamBeginCapture_v2);
+  DRC_BIND(cuStreamEndCapture);
+  DRC_BIND(cuGraphInstantiateWithFlags);
+  DRC_BIND(cuGraphLaunch);
+  DRC_BIND(cuGraphExecDestroy);
+  DRC_BIND(cuGraphDestroy);
   DRC_BIND(cuGetErrorName);
   DRC_BIND(cuGetErrorString);
 #undef DRC_BIND
@@ -193,6 +205,30 @@ void CudaDriver::gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
   if (!blas)
     prepareGemm(gemm);
   blas->run(gemm, x, y, d); // finds the plan, or makes it
+}
+
+void CudaDriver::beginCapture() {
+  // Relaxed: cuBLASLt may make calls a stricter capture mode refuses.
+  constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
+  api->check(api->cuStreamBeginCapture_v2(stream, kCaptureModeRelaxed),
+             "cuStreamBeginCapture");
+}
+
+void *CudaDriver::endCapture() {
+  void *graph = nullptr, *executable = nullptr;
+  api->check(api->cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+  int result = api->cuGraphInstantiateWithFlags(&executable, graph, 0);
+  api->cuGraphDestroy(graph); // the executable graph is a copy
+  api->check(result, "cuGraphInstantiate");
+  return executable;
+}
+
+void CudaDriver::launchGraph(void *graph) {
+  api->check(api->cuGraphLaunch(graph, stream), "cuGraphLaunch");
+}
+
+void CudaDriver::destroyGraph(void *graph) {
+  api->check(api->cuGraphExecDestroy(graph), "cuGraphExecDestroy");
 }
 
 void CudaDriver::synchronize() {

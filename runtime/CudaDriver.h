@@ -4,7 +4,7 @@
 // program runs, so the same binaries build and run on machines without a
 // GPU. Every call's result is checked; a failure throws drc::Error naming
 // the call and the driver's error name and text. One device, its primary
-// context, one stream.
+// context, one stream, whose work can be captured as a graph and replayed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_RUNTIME_CUDADRIVER_H
@@ -41,6 +41,16 @@ public:
   /// matrix's first element.
   virtual void gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
                     uint64_t d) = 0;
+  /// Stream capture: after beginCapture, launches and products are
+  /// recorded into a graph instead of running. endCapture stops recording
+  /// and returns the graph made executable, or throws Error; either way
+  /// the stream records no more. launchGraph queues a graph's work on the
+  /// stream as its launches would have queued it, each kernel with the
+  /// parameters it had when it was recorded.
+  virtual void beginCapture() = 0;
+  virtual void *endCapture() = 0;
+  virtual void launchGraph(void *graph) = 0;
+  virtual void destroyGraph(void *graph) = 0;
   /// Waits for everything launched so far; reports a failed kernel.
   virtual void synchronize() = 0;
 };
@@ -77,6 +87,10 @@ public:
   void prepareGemm(const ColumnMajorGemm &gemm) override;
   void gemm(const ColumnMajorGemm &gemm, uint64_t x, uint64_t y,
             uint64_t d) override;
+  void beginCapture() override;
+  void *endCapture() override;
+  void launchGraph(void *graph) override;
+  void destroyGraph(void *graph) override;
   void synchronize() override;
 
 private:

@@ -112,18 +112,18 @@ CudaProgram::CudaProgram(CudaDevice &device,
 }
 
 CudaProgram::~CudaProgram() {
+  for (auto &[name, entry] : entries)
+    if (entry.graph) {
+      try {
+        device.destroyGraph(entry.graph);
+      } catch (const Error &) { // the process is ending a GPU run anyway
+      }
+    }
   for (uint64_t address : allocations)
     device.free(address);
 }
 
-void CudaProgram::run(const std::string &name,
-                      const std::vector<const void *> &inputs,
-                      const std::vector<std::pair<size_t, void *>> &outputs) {
-  Entry &entry = entries.at(name);
-  const CudaFunction &function = manifest.functions.at(name);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i])
-      device.copyToDevice(entry.buffers[i], inputs[i], entry.argumentBytes[i]);
+void CudaProgram::enqueue(Entry &entry, const CudaFunction &function) {
   for (size_t l = 0; l < function.launches.size(); ++l) {
     auto began = std::chrono::steady_clock::now();
     if (const std::optional<ColumnMajorGemm> &g = entry.gemms[l]) {
@@ -146,6 +146,49 @@ void CudaProgram::run(const std::string &name,
                           .count());
     }
   }
+}
+
+void *CudaProgram::capture(const std::string &name, Entry &entry,
+                           const CudaFunction &function) {
+  try {
+    device.beginCapture();
+    try {
+      enqueue(entry, function);
+    } catch (const Error &) {
+      // Leave capture mode; what was recorded is of no use.
+      try {
+        device.destroyGraph(device.endCapture());
+      } catch (const Error &) {
+      }
+      throw;
+    }
+    return device.endCapture();
+  } catch (const Error &e) {
+    entry.graphRefused = true;
+    std::fprintf(stderr,
+                 "drc: %s: not replayed as a CUDA graph (%s); launching its "
+                 "kernels one by one\n",
+                 name.c_str(), e.what());
+    return nullptr;
+  }
+}
+
+void CudaProgram::run(const std::string &name,
+                      const std::vector<const void *> &inputs,
+                      const std::vector<std::pair<size_t, void *>> &outputs) {
+  Entry &entry = entries.at(name);
+  const CudaFunction &function = manifest.functions.at(name);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i])
+      device.copyToDevice(entry.buffers[i], inputs[i], entry.argumentBytes[i]);
+  // The kernels read every input from device buffers allocated once, so
+  // the launches recorded by the first call serve every later one.
+  if (graphs && !profile && !entry.graph && !entry.graphRefused)
+    entry.graph = capture(name, entry, function);
+  if (entry.graph && !profile)
+    device.launchGraph(entry.graph);
+  else
+    enqueue(entry, function);
   device.synchronize();
   for (auto [argument, host] : outputs)
     device.copyToHost(host, entry.buffers[argument],

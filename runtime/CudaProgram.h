@@ -5,7 +5,9 @@
 // launch; its matrix products run in cuBLASLt. Every argument, scratch and
 // constant buffer is allocated once and each launch's kernel parameters packed
 // once, so a call copies its inputs in, launches, waits and copies its outputs
-// back.
+// back. With graphs on (setGraphs), each entry point's launches are captured
+// as a CUDA graph the first time it runs and the graph replayed after: one
+// launch per call instead of one per kernel.
 //
 // The training buffers live on the host (ModelProgram's contract), so a
 // train step copies parameters, gradients and both moments in and out;
@@ -46,7 +48,12 @@ public:
              const int32_t *targets) override;
   void syncTrainingBuffers(const TrainingBuffers &buffers) override;
   /// Times every launch into `profile` (null: none), waiting for each.
+  /// Kernels then run one by one, graphs or not.
   void setProfile(KernelProfile *profile) { this->profile = profile; }
+  /// Replays each entry point as a CUDA graph, captured the first time it
+  /// runs. An entry point the driver does not capture or instantiate runs
+  /// launch by launch, with a warning on stderr.
+  void setGraphs(bool on) { graphs = on; }
   bool hasNextTwoHead() const override { return lossOutputs > 1; }
   float losses(const float *params, const int32_t *inputs,
                const int32_t *targets, float &nextTwo) override;
@@ -59,6 +66,8 @@ private:
     std::vector<void *> kernels; ///< per launch (null for a product)
     std::vector<KernelArguments> arguments;
     std::vector<std::optional<ColumnMajorGemm>> gemms; ///< per launch
+    void *graph = nullptr;     ///< captured launches (setGraphs)
+    bool graphRefused = false; ///< the driver would not capture them
   };
 
   CudaDevice &device;
@@ -70,12 +79,19 @@ private:
   /// with them); all null when the device holds none.
   TrainingBuffers resident;
   KernelProfile *profile = nullptr;
+  bool graphs = false;
 
   /// Copies `inputs` (one host pointer per argument, null: leave as is)
   /// in, runs every launch, waits, and copies the arguments named in
   /// `outputs` back to their host pointers.
   void run(const std::string &name, const std::vector<const void *> &inputs,
            const std::vector<std::pair<size_t, void *>> &outputs);
+  /// Queues every launch of `function` (`entry`) on the device's stream.
+  void enqueue(Entry &entry, const CudaFunction &function);
+  /// `entry`'s launches captured as a graph; null, with `graphRefused` set
+  /// and a warning, when the driver refuses.
+  void *capture(const std::string &name, Entry &entry,
+                const CudaFunction &function);
 };
 
 } // namespace drc

@@ -46,6 +46,11 @@ options:
   --profile       with --device cuda: time every kernel launch (waiting
                   for each, so steps are slower) and print the 20 kernels
                   that took longest, with their share of all kernel time
+  --cuda-graph    with --device cuda: capture each entry point's launches
+                  (training step, loss) as a CUDA graph the first time it
+                  runs and replay the graph after, one launch per call
+                  instead of thousands; where the driver refuses, it says
+                  so and launches the kernels one by one
   --help          this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
@@ -91,6 +96,13 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
   if (cl.flag("profile") && device != "cuda")
     throw drc::UsageError("--profile times GPU kernels; use it with "
                           "--device cuda");
+  if (cl.flag("cuda-graph") && device != "cuda")
+    throw drc::UsageError("--cuda-graph replays GPU launches; use it with "
+                          "--device cuda");
+  if (cl.flag("cuda-graph") && cl.flag("profile"))
+    throw drc::UsageError("--profile times each kernel launch, which a CUDA "
+                          "graph replays as one; use one of --profile and "
+                          "--cuda-graph");
   if (artifacts && cl.flag("no-fuse"))
     throw drc::UsageError("--no-fuse is a way to compile, and --artifacts "
                           "compiles nothing; compile with drc-compile "
@@ -130,6 +142,7 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
       p.profile = std::make_unique<drc::KernelProfile>();
       program->setProfile(p.profile.get());
     }
+    program->setGraphs(cl.flag("cuda-graph"));
     std::fprintf(stderr, "drc-train: loaded %s onto %s in %.1f s\n",
                  dir.c_str(), p.target.c_str(), secondsSince(began));
     p.model = std::move(program);
@@ -152,7 +165,7 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
 int trainMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv,
                       {"data", "out", "steps", "seed", "device", "artifacts"},
-                      {"resume", "no-fuse", "profile", "help"});
+                      {"resume", "no-fuse", "profile", "cuda-graph", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
   drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));

@@ -59,10 +59,15 @@ public:
               void **parameters) override {
     CHECK(grid[0] >= 1);
     CHECK(block[0] >= 1);
-    kernels.push_back(names.at(reinterpret_cast<size_t>(function) - 1));
-    params.emplace_back();
+    std::string name = names.at(reinterpret_cast<size_t>(function) - 1);
+    std::vector<uint64_t> values;
     for (size_t i = 0; i < 7; ++i)
-      params.back().push_back(*static_cast<uint64_t *>(parameters[i]));
+      values.push_back(*static_cast<uint64_t *>(parameters[i]));
+    // A recorded launch keeps the parameters it had (as CUDA's does).
+    queue([this, name, values] {
+      kernels.push_back(name);
+      params.push_back(values);
+    });
   }
   std::vector<drc::ColumnMajorGemm> prepared, gemms;
   void prepareGemm(const drc::ColumnMajorGemm &gemm) override {
@@ -71,13 +76,43 @@ public:
   /// Computes the product as cuBLAS defines it, on the host memory.
   void gemm(const drc::ColumnMajorGemm &g, uint64_t x, uint64_t y,
             uint64_t d) override {
-    gemms.push_back(g);
-    drc::test::columnMajorGemm(g, at(x), at(y), at(d));
+    queue([this, g, x, y, d] {
+      gemms.push_back(g);
+      drc::test::columnMajorGemm(g, at(x), at(y), at(d));
+    });
   }
   void synchronize() override {
+    REQUIRE_FALSE(capturing);
     if (onSynchronize)
       onSynchronize();
   }
+
+  /// Stream capture: launches and products recorded instead of run, and
+  /// run when the graph is launched. `refuse` makes the next capture fail:
+  /// at its first launch ("launch") or when it ends ("instantiate").
+  std::string refuse;
+  int captures = 0, graphLaunches = 0, graphsDestroyed = 0;
+  void beginCapture() override {
+    REQUIRE_FALSE(capturing);
+    capturing = true;
+    ++captures;
+    recording.clear();
+  }
+  void *endCapture() override {
+    REQUIRE(capturing);
+    capturing = false;
+    if (refuse == "instantiate")
+      throw drc::Error("CUDA cuGraphInstantiate failed: refused");
+    graphs.push_back(std::move(recording));
+    return reinterpret_cast<void *>(graphs.size());
+  }
+  void launchGraph(void *graph) override {
+    ++graphLaunches;
+    for (const std::function<void()> &work :
+         graphs.at(reinterpret_cast<size_t>(graph) - 1))
+      work();
+  }
+  void destroyGraph(void *) override { ++graphsDestroyed; }
   /// The host address of a device address inside an allocation.
   float *at(uint64_t address) {
     auto it = std::prev(memory.upper_bound(address));
@@ -89,6 +124,19 @@ public:
 
 private:
   std::vector<std::string> names;
+  bool capturing = false;
+  std::vector<std::function<void()>> recording;
+  std::vector<std::vector<std::function<void()>>> graphs;
+
+  /// Runs `work` now, or records it while capturing.
+  void queue(std::function<void()> work) {
+    if (!capturing)
+      return work();
+    if (refuse == "launch")
+      throw drc::Error("CUDA cuLaunchKernel failed: "
+                       "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
+    recording.push_back(std::move(work));
+  }
 };
 
 /// A view of `buffer`: 8 elements from offset 0, stride 1.
@@ -259,6 +307,16 @@ TEST_CASE("a GPU program runs its products in the device's BLAS", "[cuda]") {
   drc::CudaProgram overwriting(device, dir.path());
   CHECK(overwriting.losses(params, tokens, targets, nextTwo) == 7.0f);
   CHECK(overwriting.losses(params, tokens, targets, nextTwo) == 7.0f);
+
+  // Replayed from a graph, a product reads the memory of the replay: new
+  // parameters give a new product.
+  drc::CudaProgram graphed(device, dir.path());
+  graphed.setGraphs(true);
+  CHECK(graphed.losses(params, tokens, targets, nextTwo) == 7.0f);
+  params[0] = 2; // [[2, 2], [3, 4]] · [[1, 2], [3, 4]]: 2 + 6
+  CHECK(graphed.losses(params, tokens, targets, nextTwo) == 8.0f);
+  CHECK(device.captures == 1);
+  CHECK(device.graphLaunches == 2);
 }
 
 TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
@@ -268,16 +326,87 @@ TEST_CASE("a profiled GPU program times every launch", "[cuda]") {
   drc::CudaProgram program(device, dir.path());
   drc::KernelProfile profile;
   program.setProfile(&profile);
+  program.setGraphs(true); // a profile times launches: no graph
   int synchronized = 0;
   device.onSynchronize = [&] { ++synchronized; };
   float params[8] = {};
   int32_t tokens[4] = {}, targets[4] = {};
   program.loss(params, tokens, targets);
+  CHECK(device.captures == 0);
   CHECK(synchronized == 3); // after each of the two launches, and at the end
   std::string report = profile.report(10);
   CHECK_THAT(report, Catch::Matchers::Contains("loss_a "));
   CHECK_THAT(report, Catch::Matchers::Contains("loss_b "));
   CHECK_THAT(report, Catch::Matchers::Contains("(2 kernels)"));
+}
+
+TEST_CASE("a GPU program with graphs captures each entry point once",
+          "[cuda]") {
+  drc::test::ScratchDirectory dir;
+  writeArtifacts(dir);
+  RecordingDevice device;
+  {
+    drc::CudaProgram program(device, dir.path());
+    program.setGraphs(true);
+    float params[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t tokens[4] = {1, 2, 3, 4}, targets[4] = {5, 6, 7, 8};
+    uint64_t lossOut = 0x10000 * 4;
+    float loss = 3.25f;
+    device.onSynchronize = [&] { device.floats(lossOut)[0] = loss; };
+    CHECK(program.loss(params, tokens, targets) == 3.25f);
+    loss = 1.5f;
+    CHECK(program.loss(params, tokens, targets) == 1.5f);
+    // Captured by the first call, replayed by both, with the launches'
+    // parameters as recorded.
+    CHECK(device.captures == 1);
+    CHECK(device.graphLaunches == 2);
+    REQUIRE(device.kernels ==
+            std::vector<std::string>{"loss_a", "loss_b", "loss_a", "loss_b"});
+    CHECK(device.params[2] == device.params[0]);
+    CHECK(device.params[3][5] == lossOut);
+
+    // Each call's inputs are on the device before its graph runs.
+    float grads[8] = {}, m[8] = {}, v[8] = {};
+    drc::TrainingBuffers buffers{params, grads, m, v};
+    float lr = 0.5f;
+    device.onSynchronize = [&] {
+      CHECK(device.floats(0x10000 * 11)[0] == lr);
+      device.floats(0x10000 * 13)[0] = 2.5f;
+    };
+    CHECK(program.trainStep(buffers, tokens, targets, lr, 1).loss == 2.5f);
+    lr = 0.25f;
+    program.trainStep(buffers, tokens, targets, lr, 2);
+    CHECK(device.captures == 2);
+    CHECK(device.graphLaunches == 4);
+    CHECK(device.kernels.size() == 6);
+    CHECK(device.kernels.back() == "step");
+  }
+  CHECK(device.graphsDestroyed == 2);
+}
+
+TEST_CASE("a GPU program launches one by one where the driver refuses a "
+          "graph",
+          "[cuda]") {
+  drc::test::ScratchDirectory dir;
+  writeArtifacts(dir);
+  for (const char *refused : {"launch", "instantiate"}) {
+    INFO("the capture fails at: " << refused);
+    RecordingDevice device;
+    device.refuse = refused;
+    drc::CudaProgram program(device, dir.path());
+    program.setGraphs(true);
+    uint64_t lossOut = 0x10000 * 4;
+    device.onSynchronize = [&] { device.floats(lossOut)[0] = 0.5f; };
+    float params[8] = {};
+    int32_t tokens[4] = {}, targets[4] = {};
+    CHECK(program.loss(params, tokens, targets) == 0.5f);
+    CHECK(program.loss(params, tokens, targets) == 0.5f);
+    // One try; both calls launched their kernels themselves.
+    CHECK(device.captures == 1);
+    CHECK(device.graphLaunches == 0);
+    CHECK(device.kernels ==
+          std::vector<std::string>{"loss_a", "loss_b", "loss_a", "loss_b"});
+  }
 }
 
 TEST_CASE("a GPU program loads the cubin beside its PTX when it can",
