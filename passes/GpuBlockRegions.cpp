@@ -5,8 +5,8 @@
 // threads share the iterations of each op's parallel loop and run the
 // token's serial work on one thread, phase after phase. This is still the
 // GPU loop form the CPU can run (CudaTargetTest); drc-gpu-launch-block-
-// regions later makes each block region a launch with a barrier after each
-// phase.
+// regions later makes each block region a launch with a barrier between
+// phases that could race.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/GpuLoops.h"

@@ -21,7 +21,8 @@ inline constexpr llvm::StringLiteral kGpuBlockRegionAttr =
     "drc.gpu_block_region";
 
 /// On a one-dimensional scf.parallel directly in a block region's body: a
-/// phase, its iterations the block's first threads, a barrier after it.
+/// phase, its iterations the block's first threads, a barrier before it
+/// where its accesses could race with the phases' before it.
 inline constexpr llvm::StringLiteral kGpuThreadsAttr = "drc.gpu_threads";
 
 /// An scf.parallel's constant bounds, per dimension.

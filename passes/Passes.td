@@ -501,13 +501,22 @@ def GpuLaunchBlockRegions
     token is the block's id, each phase an `scf.forall` over its threads
     mapped to `#gpu.thread<x>` and then (upstream's
     mapNestedForallToThreadsImpl) to the thread id, guarded where the phase
-    uses fewer threads than the block, with a `gpu.barrier` after it. A
-    load that every thread runs between two phases gets a barrier before
-    the next phase too, since that phase may overwrite what it read. Work
-    outside the phases that writes memory is an error.
+    uses fewer threads than the block. A `gpu.barrier` goes before a phase,
+    or a load every thread runs between phases, whose accesses could
+    overlap those since the last barrier with one of them a write (read
+    after write, write after read or write): buffers are told apart by the
+    allocation or argument they view, a token's temporaries (views of the
+    scratch slice drc-gpu-privatize-buffers gave it, at the slice's start
+    plus a constant) by their byte ranges; an op whose accesses are not
+    known gets one. Phases on other buffers share the interval between two
+    barriers. A phase of at most 32 threads (the first warp's) whose
+    accesses race only with such phases' since the last barrier gets a
+    warp barrier (`nvvm.bar.warp.sync`, all lanes) instead. Work outside
+    the phases that writes memory is an error.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def GpuMapThreads : Pass<"drc-gpu-map-threads", "::mlir::func::FuncOp"> {

@@ -6,7 +6,8 @@
 // temporaries become buffers the block shares; drc-gpu-privatize-buffers
 // then gives every token a slice of one host buffer, and
 // drc-gpu-launch-block-regions makes the region a launch with a barrier
-// after each phase.
+// before each phase or load every thread runs whose accesses could race
+// with those since the last barrier.
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions))" | FileCheck %s
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions{block-threads=32}))" | FileCheck %s --check-prefix=ROUNDS
 // RUN: drc-opt %s --pass-pipeline="builtin.module(func.func(drc-gpu-block-regions,drc-gpu-privatize-buffers))" | FileCheck %s --check-prefix=SLICES
@@ -63,14 +64,22 @@
 // SLICES: } {drc.gpu_block_region = 64 : i64}
 // SLICES: memref.dealloc %[[BUF]]
 
-// One block of 64 threads per token; a barrier after each of the three
-// phases, whose threads are the block's first.
+// One block of 64 threads per token, the phases' threads the block's
+// first. Each phase reads what the one before wrote (the temporary, then
+// the sum): a barrier before the second and the third, none after the last.
 // LAUNCH-LABEL: func.func @region
 // LAUNCH: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
 // LAUNCH: gpu.thread_id x
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: vector.store %{{.*}}, %[[TMP:view[_0-9]*]][
 // LAUNCH: gpu.barrier
+// LAUNCH-NOT: vector.store
+// LAUNCH: memref.store %{{.*}}, %[[ACC:view[_0-9]*]][
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: vector.load %[[TMP]]
 // LAUNCH: gpu.barrier
-// LAUNCH: gpu.barrier
+// LAUNCH: vector.load %[[TMP]]
+// LAUNCH-NEXT: memref.load %[[ACC]]
 // LAUNCH-NOT: gpu.barrier
 // LAUNCH: gpu.terminator
 // LAUNCH-NOT: scf.parallel
@@ -137,6 +146,14 @@ func.func @region(%x: memref<64x4x64xf32>, %a: memref<64x4xf32>, %y: memref<64x4
 // CHECK: } {drc.gpu_threads}
 // CHECK-NOT: drc.gpu_threads
 // CHECK: } {drc.gpu_block_region = 32 : i64}
+// The load every thread runs reads the sum thread 0 wrote: a barrier
+// before it.
+// LAUNCH-LABEL: func.func @scalars
+// LAUNCH: scf.for
+// LAUNCH: gpu.barrier
+// LAUNCH-NEXT: memref.load %view
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: gpu.terminator
 func.func @scalars(%x: memref<64x4xf32>, %y: memref<64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -156,6 +173,175 @@ func.func @scalars(%x: memref<64x4xf32>, %y: memref<64xf32>) {
     }
     %sum = memref.load %acc[%c0] : memref<1xf32>
     memref.store %sum, %y[%t] : memref<64xf32>
+  }
+  return
+}
+
+// Phases on buffers apart need no barrier between them: a token's two
+// scalars filled (two temporaries of one privatized slice, bytes apart),
+// then a row sum into a third; the phase that reads all three waits for
+// them. A load every thread runs, then a phase that overwrites what it read:
+// a barrier between them.
+// LAUNCH-LABEL: func.func @apart
+// LAUNCH: gpu.launch
+// LAUNCH: memref.store %{{.*}}, %[[A:view[_0-9]*]][
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: memref.store %{{.*}}, %[[B:view[_0-9]*]][
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: vector.store
+// LAUNCH: gpu.barrier
+// LAUNCH: memref.load %[[A]]
+// LAUNCH: gpu.barrier
+// LAUNCH-NEXT: %[[OLD:.*]] = memref.load %arg1[
+// LAUNCH: gpu.barrier
+// LAUNCH: memref.store %{{.*}}, %arg1[
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: gpu.terminator
+func.func @apart(%x: memref<64x256xf32>, %y: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  scf.forall (%t) in (64) {
+    %a = memref.alloca() : memref<1xf32>
+    %b = memref.alloca() : memref<1xf32>
+    %rows = memref.alloca() : memref<256xf32>
+    scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+      memref.store %zero, %a[%i] : memref<1xf32>
+      scf.reduce
+    }
+    %mid = memref.load %x[%t, %c0] : memref<64x256xf32>
+    scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+      memref.store %one, %b[%i] : memref<1xf32>
+      scf.reduce
+    }
+    scf.parallel (%c) = (%c0) to (%c256) step (%c4) {
+      %v = vector.load %x[%t, %c] : memref<64x256xf32>, vector<4xf32>
+      vector.store %v, %rows[%c] : memref<256xf32>, vector<4xf32>
+      scf.reduce
+    }
+    scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+      %va = memref.load %a[%i] : memref<1xf32>
+      %vb = memref.load %b[%i] : memref<1xf32>
+      %r = memref.load %rows[%i] : memref<256xf32>
+      %s = arith.addf %va, %vb : f32
+      %s2 = arith.addf %s, %r : f32
+      %s3 = arith.addf %s2, %mid : f32
+      memref.store %s3, %y[%t] : memref<64xf32>
+      scf.reduce
+    }
+    %old = memref.load %y[%t] : memref<64xf32>
+    scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+      %n = arith.addf %old, %one : f32
+      memref.store %n, %y[%t] : memref<64xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// Phases of at most a warp's threads run on the first warp: a step on a
+// token's four values after the one that wrote them, reading another
+// thread's, needs only a warp barrier; the phase of 64 threads that reads
+// the result, a block barrier.
+// LAUNCH-LABEL: func.func @warp
+// LAUNCH: memref.store %{{.*}}, %[[M:view[_0-9]*]][
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: nvvm.bar.warp.sync %{{.*}} : i32
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: memref.load %[[M]]
+// LAUNCH: memref.store %{{.*}}, %[[N:view[_0-9]*]][
+// LAUNCH-NOT: nvvm.bar.warp.sync
+// LAUNCH: gpu.barrier
+// LAUNCH: memref.load %[[N]]
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: gpu.terminator
+func.func @warp(%x: memref<64x4xf32>, %y: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  scf.forall (%t) in (64) {
+    %m = memref.alloca() : memref<4xf32>
+    %n = memref.alloca() : memref<4xf32>
+    scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+      %v = memref.load %x[%t, %i] : memref<64x4xf32>
+      memref.store %v, %m[%i] : memref<4xf32>
+      scf.reduce
+    }
+    scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+      %i1 = arith.addi %i, %c1 : index
+      %j = arith.remui %i1, %c4 : index
+      %v = memref.load %m[%j] : memref<4xf32>
+      memref.store %v, %n[%i] : memref<4xf32>
+      scf.reduce
+    }
+    scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+      %k = arith.remui %c, %c4 : index
+      %v = memref.load %n[%k] : memref<4xf32>
+      memref.store %v, %y[%t, %c] : memref<64x64xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// What the footprints cannot tell apart gets a barrier: a call's accesses
+// are unknown; two slices of one argument are one buffer; a linalg op's
+// reads are its operands' (the serial copy of a temporary the phase
+// before wrote).
+// LAUNCH-LABEL: func.func @conservative
+// LAUNCH: memref.store %{{.*}}, %view[
+// LAUNCH: gpu.barrier
+// LAUNCH: call @opaque
+// LAUNCH: gpu.barrier
+// LAUNCH: memref.store %{{.*}}, %[[Y0:subview[_0-9]*]][
+// LAUNCH: gpu.barrier
+// LAUNCH: memref.load %[[Y1:subview[_0-9]*]][
+// LAUNCH: memref.store %{{.*}}, %[[C:view[_0-9]*]][
+// LAUNCH: gpu.barrier
+// LAUNCH: linalg.copy ins(%[[C]]
+// LAUNCH-NOT: gpu.barrier
+// LAUNCH: gpu.terminator
+func.func private @opaque(memref<4xf32>)
+func.func @conservative(%x: memref<64x4xf32>, %y: memref<64x4xf32>, %z: memref<64x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  scf.forall (%t) in (64) {
+    %a = memref.alloca() : memref<4xf32>
+    %b = memref.alloca() : memref<4xf32>
+    %c = memref.alloca() : memref<4xf32>
+    %y0 = memref.subview %y[%t, 0] [1, 2] [1, 1] : memref<64x4xf32> to memref<2xf32, strided<[1], offset: ?>>
+    %y1 = memref.subview %y[%t, 2] [1, 2] [1, 1] : memref<64x4xf32> to memref<2xf32, strided<[1], offset: ?>>
+    %zt = memref.subview %z[%t, 0] [1, 4] [1, 1] : memref<64x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      %k = arith.remui %i, %c4 : index
+      %v = memref.load %x[%t, %k] : memref<64x4xf32>
+      memref.store %v, %a[%k] : memref<4xf32>
+      scf.reduce
+    }
+    scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+      func.call @opaque(%b) : (memref<4xf32>) -> ()
+      scf.reduce
+    }
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      %k = arith.remui %i, %c2 : index
+      %v = memref.load %x[%t, %k] : memref<64x4xf32>
+      memref.store %v, %y0[%k] : memref<2xf32, strided<[1], offset: ?>>
+      scf.reduce
+    }
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      %k = arith.remui %i, %c2 : index
+      %v = memref.load %y1[%k] : memref<2xf32, strided<[1], offset: ?>>
+      memref.store %v, %c[%k] : memref<4xf32>
+      scf.reduce
+    }
+    linalg.copy ins(%c : memref<4xf32>) outs(%zt : memref<4xf32, strided<[1], offset: ?>>)
   }
   return
 }
