@@ -124,8 +124,7 @@ private:
             s.start = add.getLhs();
             s.lo = *c;
           }
-        s.hi = s.lo + type.getNumElements() *
-                          int64_t((type.getElementTypeBitWidth() + 7) / 8);
+        s.hi = s.lo + mlir::drc::storedBytes(type);
       }
       if (auto viewLike = value.getDefiningOp<ViewLikeOpInterface>()) {
         inside &= isa<memref::SubViewOp, memref::ExpandShapeOp,

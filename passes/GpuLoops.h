@@ -47,6 +47,12 @@ inline std::optional<ConstantBounds> constantBounds(scf::ParallelOp loop) {
   return b;
 }
 
+/// Bytes a static buffer's elements take (an i1 a whole byte, as stored).
+inline int64_t storedBytes(MemRefType type) {
+  return type.getNumElements() *
+         int64_t((type.getElementTypeBitWidth() + 7) / 8);
+}
+
 /// Each memref.alloca directly in `body` as a memref.alloc (same type and
 /// alignment) freed before the block's terminator: a buffer the threads
 /// of a kernel share, instead of one on each thread's stack.

@@ -13,9 +13,7 @@ namespace {
 
 /// Bytes of a static buffer, rounded up to 64 so every slice is aligned.
 int64_t sliceBytes(MemRefType type) {
-  int64_t bytes =
-      type.getNumElements() * int64_t((type.getElementTypeBitWidth() + 7) / 8);
-  return (bytes + 63) / 64 * 64;
+  return (mlir::drc::storedBytes(type) + 63) / 64 * 64;
 }
 
 struct GpuPrivatizeBuffersPass
