@@ -6,6 +6,7 @@
 // transfers). Sizes divide the static shapes, so nothing is masked.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/KernelRole.h"
 #include "passes/Passes.h"
 #include "passes/Stacking.h"
 
@@ -459,6 +460,7 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     auto threads = tile(rewriter, current, threadTile, /*forall=*/true);
     if (failed(threads))
       return failure();
+    setKernelRole(threads->loops.front(), kMatmulRole);
     current = threads->tiledOps.front();
   }
   Value kBlock;

@@ -387,6 +387,7 @@ struct InsertBeforeReshape : OpRewritePattern<scf::ForallOp> {
     auto replacement = scf::ForallOp::create(
         rewriter, loc, forall.getMixedLowerBound(), forall.getMixedUpperBound(),
         forall.getMixedStep(), outputs, forall.getMapping());
+    replacement->setDiscardableAttrs(forall->getDiscardableAttrDictionary());
     Block *body = replacement.getBody();
     rewriter.eraseOp(body->getTerminator());
     // Other readers of the output see it in its old shape.

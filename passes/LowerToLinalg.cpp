@@ -6,6 +6,7 @@
 // [batch, seq, head, head_dim] views of the [tokens, width] operands.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/KernelRole.h"
 #include "passes/Passes.h"
 #include "passes/RowSlice.h"
 #include "passes/Stacking.h"
@@ -1537,6 +1538,7 @@ SmallVector<Value> attendByHeadBlocks(
   auto forall = scf::ForallOp::create(
       k.b, k.loc, ArrayRef<OpFoldResult>{k.b.getIndexAttr(l.blocks())}, inits,
       std::nullopt);
+  setKernelRole(forall, kAttentionRole);
   k.b.setInsertionPointToStart(forall.getBody());
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(k.b, k.loc, v);
@@ -1952,6 +1954,7 @@ void lowerFused(IRRewriter &rewriter, FusedOp op,
       rewriter, loc,
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(op.getTokens() / tile)},
       inits, std::nullopt);
+  setKernelRole(forall, kFusedRole);
   Block *loop = forall.getBody();
   rewriter.setInsertionPointToStart(loop);
   Value offset = arith::MulIOp::create(

@@ -1,4 +1,5 @@
 //===- OutlineKernels.cpp - One function per loop nest -------------------===//
+#include "passes/KernelRole.h"
 #include "passes/Passes.h"
 
 #include "passes/ViewArguments.h"
@@ -139,10 +140,13 @@ struct OutlineKernelsPass
     for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (fn.isPrivate() || fn.isExternal())
         continue;
-      for (auto [index, op] : llvm::enumerate(nestsIn(fn.getBody().front())))
-        outline(rewriter, op,
-                (fn.getSymName() + "_kernel" + std::to_string(index)).str(),
-                kernelsByBody, outlineSteps);
+      for (auto [index, op] : llvm::enumerate(nestsIn(fn.getBody().front()))) {
+        std::string name =
+            (fn.getSymName() + "_kernel" + std::to_string(index)).str();
+        if (auto role = op->getAttrOfType<StringAttr>(kKernelRoleAttr))
+          name += ("_" + role.getValue()).str();
+        outline(rewriter, op, name, kernelsByBody, outlineSteps);
+      }
     }
   }
 };

@@ -33,6 +33,7 @@
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[ROW]], %[[COL]]] [64, 16] [1, 1] : tensor<64x16xf32> into tensor<128x32xf32>
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[LSE]][%[[ROW]], %[[HEAD]]] [64, 1] [1, 1] : tensor<64xf32> into tensor<128x2xf32>
+// CHECK: } {drc.kernel_role = "attention"}
 
 // head-blocks=false (the GPU's): q, k and v copied head-major, [4, 64, 16]
 // and kᵀ [4, 16, 64], and products batched over all blocks.

@@ -102,11 +102,12 @@ func.func @five_rows(%a: tensor<5x64xf32>, %b: tensor<64x256xf32>, %c: tensor<5x
 }
 
 // A projection over 2048 tokens packs B into 32-column panels and threads
-// over row blocks.
+// over row blocks, a loop named a matrix product's (drc-outline-kernels).
 // CHECK-LABEL: func.func @many_rows
 // CHECK: tensor<8x256x32xf32>
 // CHECK: scf.forall (%{{.*}}) = (0) to (2048) step (64)
 // CHECK: vector.contract
+// CHECK: } {drc.kernel_role = "matmul"}
 func.func @many_rows(%a: tensor<2048x256xf32>, %b: tensor<256x256xf32>, %c: tensor<2048x256xf32>) -> tensor<2048x256xf32> {
   %r = linalg.matmul ins(%a, %b : tensor<2048x256xf32>, tensor<256x256xf32>) outs(%c : tensor<2048x256xf32>) -> tensor<2048x256xf32>
   return %r : tensor<2048x256xf32>

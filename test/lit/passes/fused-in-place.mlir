@@ -12,6 +12,7 @@
 // CHECK: %[[LOOP:.*]]:2 = scf.forall (%{{.*}}) in (4) shared_outs(%[[OUT:.*]] = %[[GRAD]], %{{.*}} = %{{.*}})
 // CHECK: tensor.extract_slice %[[OUT]][%{{.*}}, 0, 0] [16, 4, 256]
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%{{.*}}, 0, 0] [16, 3, 256]
+// CHECK: } {drc.kernel_role = "fused"}
 // CHECK: %[[FIRST:.*]] = tensor.extract_slice %[[LOOP]]#0[0, 0, 0] [64, 3, 256]
 // CHECK: return %[[FIRST]], %[[LOOP]]#1
 func.func @bank_gradient(%bank: tensor<64x4x256xf32>, %grad: tensor<64x4x256xf32>)

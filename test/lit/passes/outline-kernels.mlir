@@ -1,21 +1,22 @@
 // RUN: drc-opt %s --drc-outline-kernels | FileCheck %s
 
-// Each top-level nest becomes a kernel; a parallel loop that runs several
-// nests per iteration (a fused region's tile) calls each as a step, and
-// identical steps (here the two scalings) are one function.
-// CHECK: func.func private @train_step_kernel0_step0({{.*}}) attributes {no_inline}
+// Each top-level nest becomes a kernel, named after the part of the model
+// its loop says it computes (drc.kernel_role); a parallel loop that runs
+// several nests per iteration (a fused region's tile) calls each as a step,
+// and identical steps (here the two scalings) are one function.
+// CHECK: func.func private @train_step_kernel0_fused_step0({{.*}}) attributes {no_inline}
 // CHECK-NEXT: linalg.generic
-// CHECK-NOT: func.func private @train_step_kernel0_step1
-// CHECK: func.func private @train_step_kernel0_step2({{.*}}) attributes {no_inline}
+// CHECK-NOT: func.func private @train_step_kernel0_fused_step1
+// CHECK: func.func private @train_step_kernel0_fused_step2({{.*}}) attributes {no_inline}
 // CHECK-NEXT: linalg.fill
-// CHECK: func.func private @train_step_kernel0({{.*}}) attributes {no_inline}
+// CHECK: func.func private @train_step_kernel0_fused({{.*}}) attributes {no_inline}
 // CHECK: scf.forall
-// CHECK: call @train_step_kernel0_step0(
-// CHECK-NEXT: call @train_step_kernel0_step0(
-// CHECK-NEXT: call @train_step_kernel0_step2(
+// CHECK: call @train_step_kernel0_fused_step0(
+// CHECK-NEXT: call @train_step_kernel0_fused_step0(
+// CHECK-NEXT: call @train_step_kernel0_fused_step2(
 // CHECK-LABEL: func.func @train_step(
 // CHECK-NEXT: arith.constant
-// CHECK-NEXT: call @train_step_kernel0(
+// CHECK-NEXT: call @train_step_kernel0_fused(
 // CHECK-NEXT: return
 #id = affine_map<(d0) -> (d0)>
 func.func @train_step(%x: memref<64xf32>, %y: memref<64xf32>, %z: memref<64xf32>) {
@@ -36,6 +37,6 @@ func.func @train_step(%x: memref<64xf32>, %y: memref<64xf32>, %z: memref<64xf32>
       linalg.yield %m : f32
     }
     linalg.fill ins(%c2 : f32) outs(%xs : memref<16xf32, strided<[1], offset: ?>>)
-  }
+  } {drc.kernel_role = "fused"}
   return
 }
