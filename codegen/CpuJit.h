@@ -40,7 +40,9 @@ public:
   static FailureOr<std::unique_ptr<CpuJit>>
   create(ModuleOp program, EntryShapes shapes, bool gpuLoops = false);
 
-  /// Calls function `name` with one data pointer per memref argument.
+  /// Calls function `name` with one data pointer per memref argument. An
+  /// argument the function writes must not overlap another: the compiled
+  /// kernels assume their buffers apart (drc-mark-noalias).
   LogicalResult call(StringRef name, ArrayRef<void *> data);
 
   /// Whether the object code came from the cache.

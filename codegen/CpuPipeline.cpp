@@ -55,7 +55,7 @@ static constexpr const char *kToLLVM =
     "convert-scf-to-cf,convert-arith-to-llvm,convert-math-to-llvm,"
     "convert-ub-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
     "convert-openmp-to-llvm,"
-    "reconcile-unrealized-casts";
+    "reconcile-unrealized-casts,drc-noalias-to-llvm";
 
 void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops) {
   // The textual pipeline needs the passes registered; registering them
@@ -86,6 +86,7 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops) {
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
   pm.addPass(createCopiesToLinalg());
   pm.addPass(createOutlineKernels());
+  pm.addPass(createMarkNoAlias());
   if (failed(parsePassPipeline(kToLLVM, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
 }

@@ -589,4 +589,37 @@ def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
+def MarkNoAlias : Pass<"drc-mark-noalias", "::mlir::ModuleOp"> {
+  let summary = "Record which memref arguments of outlined functions may be noalias";
+  let description = [{
+    After drc-outline-kernels: a private function's memref argument may be
+    LLVM `noalias` when, at every call, no other memref argument it passes
+    overlaps it where either is written. Where an argument points is traced
+    through views (subview, cast, reshapes, reinterpret_cast, transpose) to
+    its root: an allocation (which overlaps no other root), an argument of
+    the caller (a public function's arguments overlap none: the runtime
+    passes separate buffers, CpuJit::call; a private one's as its own
+    callers pass them), or anything else (assumed to overlap everything).
+    Two views of one root overlap unless their static layouts span disjoint
+    elements. An argument is written where a use may store through it: a
+    linalg op's init, memref.copy's target, a call that writes its argument,
+    or any use not known to read. The pointers are recorded as
+    `drc.noalias_pointers` (positions of the aligned pointers among the
+    function's LLVM arguments), which drc-noalias-to-llvm applies: with
+    them LLVM keeps a fused region's per-row values in registers across its
+    stores instead of reloading them.
+  }];
+}
+
+def NoAliasToLLVM : Pass<"drc-noalias-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "Put llvm.noalias on the pointers drc-mark-noalias recorded";
+  let description = [{
+    After convert-func-to-llvm, which drops `llvm.noalias` on memref
+    arguments: each llvm.func's `drc.noalias_pointers` become `llvm.noalias`
+    argument attributes. Fails if a recorded position is not a pointer (the
+    calling convention drc-mark-noalias assumed changed).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // DRC_PASSES_TD
