@@ -391,6 +391,51 @@ bool startTilesFromZero(RewriterBase &rewriter, linalg::FillOp fill,
   return true;
 }
 
+/// A vector transfer that covers all of its tensor: no mask, indices zero,
+/// the vector the tensor's shape in order, every dimension in bounds.
+template <typename Transfer> bool coversWholeTensor(Transfer transfer) {
+  auto tensor = dyn_cast<RankedTensorType>(transfer.getShapedType());
+  return tensor && !transfer.getMask() &&
+         transfer.getPermutationMap().isIdentity() &&
+         transfer.getVectorType().getShape() == tensor.getShape() &&
+         llvm::all_of(transfer.getInBoundsValues(), [](bool b) { return b; }) &&
+         llvm::all_of(transfer.getIndices(),
+                      [](Value i) { return isZeroInteger(i); });
+}
+
+/// A register tile that starts from zeros (startTilesFromZero) reads its
+/// accumulator from the tile just filled and writes the result over it.
+/// Read from a fill, the accumulator is the fill's value broadcast, in
+/// registers; written over all of a fill, the result goes to the fill's
+/// destination, and the fill (16 stores the tile's first load waited on)
+/// is left unused.
+struct ReadFromFill : OpRewritePattern<vector::TransferReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransferReadOp read,
+                                PatternRewriter &rewriter) const override {
+    auto fill = read.getBase().getDefiningOp<linalg::FillOp>();
+    if (!fill || !coversWholeTensor(read))
+      return failure();
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(read, read.getVectorType(),
+                                                     fill.getInputs()[0]);
+    return success();
+  }
+};
+
+struct OverwriteFill : OpRewritePattern<vector::TransferWriteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransferWriteOp write,
+                                PatternRewriter &rewriter) const override {
+    auto fill = write.getBase().getDefiningOp<linalg::FillOp>();
+    if (!fill || !coversWholeTensor(write))
+      return failure();
+    rewriter.modifyOpInPlace(write, [&] {
+      write.getBaseMutable().set(fill.getDpsInitOperand(0)->get());
+    });
+    return success();
+  }
+};
+
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
 /// b, m, n, k): threads over row blocks (or batch entries) unless it already
 /// runs inside a thread-parallel loop (a fused region's tile), a k block for
@@ -1168,6 +1213,16 @@ struct CpuTileAndVectorizePass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     hoistAccumulators(rewriter, getOperation());
+    // Register tiles that start from zeros: their accumulators start in
+    // registers, and the fills go (the loops' unchanged tile arguments and
+    // the slices of them folded away first).
+    RewritePatternSet fills(&getContext());
+    fills.add<ReadFromFill, OverwriteFill>(&getContext());
+    scf::ForOp::getCanonicalizationPatterns(fills, &getContext());
+    tensor::ExtractSliceOp::getCanonicalizationPatterns(fills, &getContext());
+    tensor::InsertSliceOp::getCanonicalizationPatterns(fills, &getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(fills))))
+      return signalPassFailure();
     vectoriseReductions(getOperation());
   }
 };

@@ -94,7 +94,7 @@ func.func @few_rows(%a: tensor<24x2048xf32>, %b: tensor<2048x1024xf32>, %c: tens
 // register tile is 5x32 (ten accumulators), not 1x32 (two, whose FMA chains
 // wait on each other's latency).
 // CHECK-LABEL: func.func @five_rows
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<5x32xf32>, vector<5x32xf32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<5x32xf32>)
 // CHECK: vector.contract {{.*}} : vector<5x1xf32>, vector<1x32xf32> into vector<5x32xf32>
 func.func @five_rows(%a: tensor<5x64xf32>, %b: tensor<64x256xf32>, %c: tensor<5x256xf32>) -> tensor<5x256xf32> {
   %r = linalg.matmul ins(%a, %b : tensor<5x64xf32>, tensor<64x256xf32>) outs(%c : tensor<5x256xf32>) -> tensor<5x256xf32>
@@ -319,18 +319,20 @@ func.func @causal_products(%q: tensor<2x64x16xf32>, %kt: tensor<2x16x64xf32>,
 }
 
 // A matmul that starts from zeros starts each register tile from zeros:
-// its 8 x 32 C tile is filled just before its k loop, and the whole C is
-// left unfilled (no pass over memory before the product writes it). A
-// causal "output" product keeps its whole zero fill (its skipped tiles are
-// read as zeros later), and so does a product with k blocks (each block
-// adds to the sums of the one before).
+// its 8 x 32 accumulator starts as a zero vector in registers, and C is
+// never filled (no pass over memory before the product writes it, and no
+// tile filled and read back before each k loop). A causal "output" product
+// keeps its whole zero fill (its skipped tiles are read as zeros later),
+// and so does a product with k blocks (each block adds to the sums of the
+// one before).
 // CHECK-LABEL: func.func @zero_start
-// CHECK: %[[C:.*]] = tensor.empty() : tensor<64x128xf32>
+// CHECK-DAG: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
+// CHECK-DAG: %[[C:.*]] = tensor.empty() : tensor<64x128xf32>
 // CHECK-NOT: linalg.fill
 // CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %[[C]])
 // CHECK: scf.for
-// CHECK: linalg.fill ins(%{{.*}}) outs(%{{.*}} : tensor<8x32xf32>)
-// CHECK: scf.for
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %[[ZEROS]]) -> (vector<8x32xf32>)
 // CHECK: vector.contract
 // CHECK: linalg.fill ins(%{{.*}}) outs(%{{.*}} : tensor<2x64x64xf32>)
 // CHECK: vector.contract

@@ -42,9 +42,10 @@ func.func @loss(%x: tensor<256xi32>, %y: tensor<256xi32>) -> tensor<f32> {
 // CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<16xf32, strided<[1], offset: 1024>>
 
 // The matmuls split rows across threads and run a vectorised register tile
-// whose accumulator is carried through the k loop.
+// whose accumulator starts from zeros in registers and is carried through
+// the k loop alone.
 // TILE: scf.forall
-// TILE: scf.for {{.*}} iter_args({{.*}}) -> (tensor<{{.*}}>, tensor<{{.*}}>, vector<{{[0-9]+}}x16xf32>)
+// TILE: scf.for {{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (vector<{{[0-9]+}}x16xf32>)
 // TILE: vector.contract
 
 // Every loop nest is its own function; entry points call them.
