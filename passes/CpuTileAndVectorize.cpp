@@ -359,8 +359,9 @@ linalg::FillOp zeroStart(linalg::LinalgOp op, bool kBlocked) {
 }
 
 /// Starts each register tile of a matmul from zeros (`zeroStart`): its C
-/// tile is zero-filled just before its k loop, in cache, and the whole C is
-/// no longer filled first, a pass over memory as large as the result
+/// tile is zero-filled just before its k loop (which ReadFromFill and
+/// OverwriteFill then turn into a zero accumulator in registers), and the
+/// whole C is no longer filled first, a pass over memory as large as the result
 /// before the product writes it. `kLoop` is the register tile's k loop and
 /// `tile` the tiled op inside it, whose init is a slice of the loop's C.
 /// Returns false, changing nothing, for another loop structure.
