@@ -120,17 +120,17 @@ struct OutlineKernelsPass
     // The first kernel of each body; later identical ones (the same nest in
     // every layer, and in both loss and train_step) call it instead.
     llvm::StringMap<func::FuncOp> kernelsByBody;
-    // A kernel whose parallel loop runs several nests per iteration (a
-    // fused region's tile: one nest per op) calls each as a step function.
-    // Steps repeat across layers and within one (Sinkhorn's iterations), so
-    // most become calls to one function: LLVM's loop passes, superlinear in
-    // the loops of a function, then see a few small functions instead of
-    // one with hundreds of loops.
+    // A kernel's parallel loop calls each nest of its iteration as a step
+    // function (a fused region's tile runs one per op). Steps repeat across
+    // layers and within one (Sinkhorn's iterations), so most become calls
+    // to one function: LLVM's loop passes, superlinear in the loops of a
+    // function, then see a few small functions instead of one with hundreds
+    // of loops. A step's pointers are its arguments, which can be noalias
+    // (drc-mark-noalias); in the body of the parallel loop, which OpenMP
+    // outlines, they would be loaded from its context.
     auto outlineSteps = [&](func::FuncOp kernel) {
       for (auto forall : kernel.getBody().front().getOps<scf::ForallOp>()) {
         SmallVector<Operation *> steps = nestsIn(*forall.getBody());
-        if (steps.size() < 2)
-          continue;
         for (auto [index, op] : llvm::enumerate(steps))
           outline(rewriter, op,
                   (kernel.getSymName() + "_step" + std::to_string(index)).str(),

@@ -566,17 +566,21 @@ def OutlineKernels : Pass<"drc-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each loop nest of a bufferized entry point into its own function";
   let description = [{
     Every top-level loop nest (scf.forall, scf.for, linalg ops) of a public
-    function becomes a private, non-inlined function called in its place.
+    function becomes a private function called in its place (marked
+    no_inline, which convert-func-to-llvm drops: LLVM inlines small steps
+    into the loops that call them).
     LLVM's optimiser is superlinear in function size; a train step of
     hundreds of kernels in one function takes minutes to compile, as
     kernels it takes seconds. Identical kernels (the same nest on the same
     shapes, as in every layer and in both loss and train_step) are outlined
     once. Kernels are also the unit a device backend launches. Inside a
-    kernel, a parallel loop whose iteration runs several nests (a fused
-    region's tile: one nest per op) calls each as a step function,
-    deduplicated the same way (Sinkhorn's iterations, every layer's ops):
-    LLVM's loop passes are superlinear in the loops of one function, and
-    mHC's tiles hold hundreds. Before comparing, an argument that is a view
+    kernel, a parallel loop calls each nest of its iteration (a fused
+    region's tile: one nest per op) as a step function, deduplicated the
+    same way (Sinkhorn's iterations, every layer's ops): LLVM's loop passes
+    are superlinear in the loops of one function, and mHC's tiles hold
+    hundreds; and a step's pointers are arguments that drc-mark-noalias can
+    mark, where in the loop's body (outlined by OpenMP) they are loaded
+    from its context. Before comparing, an argument that is a view
     at a static place (a layer's parameter in the parameter buffer, rows of
     a bank) becomes one with a dynamic offset, cast at the call, together
     with the views the function makes of it, so every layer's copy of a

@@ -40,3 +40,28 @@ func.func @train_step(%x: memref<64xf32>, %y: memref<64xf32>, %z: memref<64xf32>
   } {drc.kernel_role = "fused"}
   return
 }
+
+// A parallel loop that runs one nest per iteration calls it as a step too,
+// whose pointers are then its own arguments (here the fused tile's scaling
+// step again, its factor an argument).
+// CHECK-LABEL: func.func private @loss_kernel0(
+// CHECK: scf.forall
+// CHECK-NEXT: arith.muli
+// CHECK-NEXT: memref.subview
+// CHECK-NEXT: memref.subview
+// CHECK-NEXT: call @train_step_kernel0_fused_step0(
+// CHECK-LABEL: func.func @loss(
+func.func @loss(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c3 = arith.constant 3.0 : f32
+  scf.forall (%t) in (4) {
+    %o = arith.muli %t, %t : index
+    %xs = memref.subview %x[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %ys = memref.subview %y[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%xs : memref<16xf32, strided<[1], offset: ?>>) outs(%ys : memref<16xf32, strided<[1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.mulf %a, %c3 : f32
+      linalg.yield %m : f32
+    }
+  }
+  return
+}
