@@ -16,7 +16,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::drc {
 #define GEN_PASS_DEF_MARKNOALIAS
@@ -62,7 +62,10 @@ std::optional<std::pair<int64_t, int64_t>> spanOf(MemRefType type) {
 }
 
 /// The memref `op` makes a view of, if it is a view.
-Value viewSource(Operation *op);
+Value viewSource(Operation *op) {
+  auto view = dyn_cast<ViewLikeOpInterface>(op);
+  return view ? view.getViewSource() : Value();
+}
 
 /// The elements `view` spans: its type's, or where a cast or reshape made
 /// that dynamic, its source's (the same elements).
@@ -76,17 +79,6 @@ std::optional<std::pair<int64_t, int64_t>> spanOfView(Value view) {
   return std::nullopt;
 }
 
-/// The memref `op` makes a view of, if it is a view.
-Value viewSource(Operation *op) {
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp,
-            memref::ViewOp>([](auto view) { return view.getSource(); })
-      .Case<memref::ExpandShapeOp, memref::CollapseShapeOp>(
-          [](auto reshape) { return reshape.getSrc(); })
-      .Case([](memref::TransposeOp transpose) { return transpose.getIn(); })
-      .Default([](Operation *) { return Value(); });
-}
-
 /// `value` traced through views to the memory they view.
 Place placeOf(Value value) {
   Value root = value;
@@ -95,8 +87,11 @@ Place placeOf(Value value) {
     Value source = viewSource(def);
     if (!source)
       break;
-    // memref.view moves the aligned pointer: its offsets are not the root's.
-    sameBase &= !isa<memref::ViewOp>(def);
+    // memref.view moves the aligned pointer, and a view of another element
+    // type counts other elements: offsets in the view are not the root's.
+    sameBase &= !isa<memref::ViewOp>(def) &&
+                cast<MemRefType>(source.getType()).getElementType() ==
+                    cast<MemRefType>(root.getType()).getElementType();
     root = source;
   }
   Place place{root, std::nullopt};
@@ -124,11 +119,12 @@ SmallVector<unsigned> memrefArguments(func::FuncOp fn) {
 class AliasFacts {
 public:
   explicit AliasFacts(ModuleOp module) {
+    for (auto fn : module.getOps<func::FuncOp>())
+      functions[fn.getSymName()] = fn;
     module.walk([&](func::CallOp call) {
-      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+      if (func::FuncOp callee = functions.lookup(call.getCallee()))
         callsTo[callee].push_back(call);
     });
-    module.walk([&](func::FuncOp fn) { functions[fn.getSymName()] = fn; });
   }
 
   /// Whether `fn` may write memory through argument `index`. Unknown uses
