@@ -179,6 +179,47 @@ func.func @sinkhorn_rows(%a: tensor<256x4x4xf32>) -> tensor<256x4x4xf32> {
   return %r : tensor<256x4x4xf32>
 }
 
+// HC's stream mix in a fused region's tile, Σ_i H_i A_ij + f β_j, stays a
+// loop for LLVM to vectorise; its products and sums may contract into FMAs
+// (as NVPTX does by default), their order unchanged: no reassoc.
+// CHECK-LABEL: func.func @stream_mix
+// CHECK: linalg.generic
+// CHECK-COUNT-2: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+#mix_h0 = affine_map<(t, j, c) -> (t, 0, c)>
+#mix_h1 = affine_map<(t, j, c) -> (t, 1, c)>
+#mix_a0 = affine_map<(t, j, c) -> (t, 0, j)>
+#mix_a1 = affine_map<(t, j, c) -> (t, 1, j)>
+#mix_f = affine_map<(t, j, c) -> (t, 0, c)>
+#mix_b = affine_map<(t, j, c) -> (t, j, 0)>
+#mix_id = affine_map<(t, j, c) -> (t, j, c)>
+func.func @stream_mix(%h: tensor<256x2x256xf32>, %a: tensor<256x2x2xf32>, %f: tensor<256x1x256xf32>, %beta: tensor<256x2x1xf32>) -> tensor<256x2x256xf32> {
+  %e = tensor.empty() : tensor<256x2x256xf32>
+  %r = scf.forall (%t) = (0) to (256) step (16) shared_outs(%o = %e) -> (tensor<256x2x256xf32>) {
+    %hs = tensor.extract_slice %h[%t, 0, 0] [16, 2, 256] [1, 1, 1] : tensor<256x2x256xf32> to tensor<16x2x256xf32>
+    %as = tensor.extract_slice %a[%t, 0, 0] [16, 2, 2] [1, 1, 1] : tensor<256x2x2xf32> to tensor<16x2x2xf32>
+    %fs = tensor.extract_slice %f[%t, 0, 0] [16, 1, 256] [1, 1, 1] : tensor<256x1x256xf32> to tensor<16x1x256xf32>
+    %bs = tensor.extract_slice %beta[%t, 0, 0] [16, 2, 1] [1, 1, 1] : tensor<256x2x1xf32> to tensor<16x2x1xf32>
+    %init = tensor.extract_slice %o[%t, 0, 0] [16, 2, 256] [1, 1, 1] : tensor<256x2x256xf32> to tensor<16x2x256xf32>
+    %y = linalg.generic {indexing_maps = [#mix_h0, #mix_h1, #mix_a0, #mix_a1, #mix_f, #mix_b, #mix_id], iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%hs, %hs, %as, %as, %fs, %bs : tensor<16x2x256xf32>, tensor<16x2x256xf32>, tensor<16x2x2xf32>, tensor<16x2x2xf32>, tensor<16x1x256xf32>, tensor<16x2x1xf32>) outs(%init : tensor<16x2x256xf32>) {
+    ^bb0(%x0: f32, %x1: f32, %c0: f32, %c1: f32, %fv: f32, %bv: f32, %out: f32):
+      %p0 = arith.mulf %x0, %c0 : f32
+      %p1 = arith.mulf %x1, %c1 : f32
+      %s0 = arith.addf %p0, %p1 : f32
+      %p2 = arith.mulf %fv, %bv : f32
+      %s1 = arith.addf %s0, %p2 : f32
+      linalg.yield %s1 : f32
+    } -> tensor<16x2x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %y into %o[%t, 0, 0] [16, 2, 256] [1, 1, 1] : tensor<16x2x256xf32> into tensor<256x2x256xf32>
+    }
+  }
+  return %r : tensor<256x2x256xf32>
+}
+
 // mHC's H^res projection in a fused region's 16-token tile: x̂ [16, 1024]
 // times φᵀ, φ read [16, 1024]. Vectorised along n it would gather a column
 // of φ per k; it runs as dot products instead, both operands read 16
