@@ -165,7 +165,10 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::func::FuncOp"> {
     small result (a parameter gradient over tokens, and bank rows for
     AttnRes's queries) becomes 16 threaded partial sums over its longest
     summed axis, added in order; other kernels, on tensors or in place on
-    buffers (AdamW), split their outer loop across threads. A row appended
+    buffers (AdamW), split their outer loop across threads. Loops left for
+    LLVM carry fast-math flags: reductions reassoc and contract (LLVM
+    vectorises them), other bodies contract (a product and a sum may become
+    an FMA, as NVPTX does by default). A row appended
     to a bank through a reshape becomes a rank-reducing insert, so its
     producer writes the bank row. Runs before bufferization, on each
     function (the pass manager's threads take the entry points side by
