@@ -1097,9 +1097,10 @@ LogicalResult scheduleTranspose(RewriterBase &rewriter, linalg::GenericOp op) {
 /// vector lane), the same on every run and thread count. Matmuls left scalar
 /// are generics by then, so their bodies carry the flags too. Elementwise
 /// bodies may contract a product and a sum into one FMA (HC's stream mix,
-/// Σ_i A_ij H_i + β_j f, is four FMAs where it was five multiplies and four
-/// adds), as LLVM's NVPTX backend does by default: one rounding less, the
-/// order of the operations unchanged.
+/// Σ_i A_ij H_i + β_j f, is a multiply and four FMAs where it was five
+/// multiplies and four adds): one rounding less, the order of the
+/// operations unchanged. The GPU pipeline does not: its PTX keeps mul.rn
+/// and add.rn apart.
 void relaxFloatMath(Operation *root) {
   root->walk([&](linalg::GenericOp op) {
     arith::FastMathFlags added = arith::FastMathFlags::contract;

@@ -168,7 +168,7 @@ def CpuTileAndVectorize : Pass<"drc-cpu-tile", "::mlir::func::FuncOp"> {
     buffers (AdamW), split their outer loop across threads. Loops left for
     LLVM carry fast-math flags: reductions reassoc and contract (LLVM
     vectorises them), other bodies contract (a product and a sum may become
-    an FMA, as NVPTX does by default). A row appended
+    an FMA). A row appended
     to a bank through a reshape becomes a rank-reducing insert, so its
     producer writes the bank row. Runs before bufferization, on each
     function (the pass manager's threads take the entry points side by

@@ -180,8 +180,8 @@ func.func @sinkhorn_rows(%a: tensor<256x4x4xf32>) -> tensor<256x4x4xf32> {
 }
 
 // HC's stream mix in a fused region's tile, Σ_i H_i A_ij + f β_j, stays a
-// loop for LLVM to vectorise; its products and sums may contract into FMAs
-// (as NVPTX does by default), their order unchanged: no reassoc.
+// loop for LLVM to vectorise; its products and sums may contract into FMAs,
+// their order unchanged: no reassoc.
 // CHECK-LABEL: func.func @stream_mix
 // CHECK: linalg.generic
 // CHECK-COUNT-2: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
