@@ -5,6 +5,7 @@
 // use its results move after it.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BankAdjoints.h"
 #include "passes/EarlySums.h"
 #include "passes/TokenLocalRegions.h"
 
@@ -696,6 +697,8 @@ struct FuseTokenLocalPass
              << " does not divide the " << a.tokens
              << " tokens of this function";
     sumContributionsEarly(fn, a);
+    a = analyseTokens(fn);
+    deferBankAdjoints(fn, a);
     a = analyseTokens(fn);
     prescaleWeightGrads(fn, a, tileTokens);
     a = analyseTokens(fn);

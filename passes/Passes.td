@@ -78,9 +78,12 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     sums of per-token adjoint contributions add their terms in order of
     barrier depth, and token-local ops linear in such a sum are applied to
     its early and late terms apart (EarlySums.h), so that a backward region
-    writes the contributions it computes as one tensor. A coefficient
-    projection's weight gradient too wide for per-tile partial sums (mHC's
-    φ) has its per-token factor dy / rms(x) split off as
+    writes the contributions it computes as one tensor; and two of every
+    three accumulators of a depth bank's adjoint (AttnRes's, shrinking by a
+    row per consumer) are summed from their terms' rows in the region that
+    forms the next, which reads the bank's rows anyway (BankAdjoints.h). A
+    coefficient projection's weight gradient too wide for per-tile partial
+    sums (mHC's φ) has its per-token factor dy / rms(x) split off as
     drc.scale_by_inv_rms, which joins dy's region, and reads it prescaled.
   }];
   let options = [

@@ -27,7 +27,9 @@ namespace mlir::drc {
 enum class Rows { Shared, PerToken, Other };
 
 /// Marks an op drc-fuse-token-local cloned into the backward pass to
-/// recompute a forward value: grouped as late as its users allow.
+/// recompute a forward value, or moved to where its result is read (a
+/// forward value sunk into its reader, a deferred bank adjoint's rows):
+/// grouped as late as its users allow.
 inline constexpr llvm::StringLiteral kRecomputedAttr = "drc.recomputed";
 
 /// Whether a parameter matrix [rows, columns] is narrow: one side at most 32

@@ -2,7 +2,7 @@
 //
 // drc-fuse-token-local only regroups ops (and recomputes forward values in
 // the backward pass with the same ops, and adds adjoint contributions in
-// another order, EarlySums.h): each element of each value is computed by
+// another order, EarlySums.h and BankAdjoints.h): each element of each value is computed by
 // the same arithmetic up to the order of additions, tile by tile instead of
 // all tokens at once. So for every scheme the fused program (4 tiles of 4
 // tokens, run in parallel) and the unfused one give the same losses and
