@@ -522,10 +522,20 @@ def Drc_SumLeadingOp : Drc_Op<"sum_leading", [Pure]> {
 
 def Drc_SoftmaxGradOp : Drc_Op<"softmax_grad", [Pure]> {
   let summary = "input adjoint of softmax from its result: y (dy - sum(y dy))";
+  let description = [{
+    The sums run along `axis`. With `dot` (the result's shape with `axis`
+    1) they are given rather than computed: where y mixes a set's rows,
+    m = sum_i y_i x_i, and dy_i = x_i . dm (drc.mix_coef_grad), the sum is
+    dm . m, one dot per token (drc.row_dot) instead of a pass over the
+    set's rows.
+  }];
   let arguments = (ins Drc_FloatTensor:$result, Drc_FloatTensor:$result_grad,
-                       I64Attr:$axis);
+                       Optional<Drc_FloatTensor>:$dot, I64Attr:$axis);
   let results = (outs Drc_FloatTensor:$input_grad);
-  let assemblyFormat = "$result `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $result `grad` $result_grad (`dot` $dot^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Drc_NormalizeGradOp : Drc_Op<"normalize_grad", [Pure]> {

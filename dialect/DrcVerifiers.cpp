@@ -570,6 +570,28 @@ LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getInput(), getAxis());
 }
 
+LogicalResult SoftmaxGradOp::verify() {
+  RankedTensorType result = ranked(getResult());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= result.getRank())
+    return emitOpError() << "axis " << axis << " is not a dimension of "
+                         << result;
+  if (failed(verifyCompatibleShape(getResultGrad().getType(), result)) ||
+      failed(verifyCompatibleShape(getInputGrad().getType(), result)))
+    return emitOpError() << "the result adjoint " << getResultGrad().getType()
+                         << " and the input adjoint "
+                         << getInputGrad().getType()
+                         << " must have the result's shape " << result;
+  SmallVector<int64_t> sums(result.getShape());
+  sums[axis] = 1;
+  if (Value dot = getDot();
+      dot && failed(verifyCompatibleShape(ranked(dot).getShape(), sums)))
+    return emitOpError() << "dot " << dot.getType()
+                         << " must hold one sum per softmax of " << result
+                         << " (its shape with axis " << axis << " 1)";
+  return success();
+}
+
 LogicalResult NormalizeOp::verify() {
   if (!(getEps().convertToDouble() >= 0))
     return emitOpError() << "eps must be non-negative";

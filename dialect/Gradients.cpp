@@ -238,8 +238,9 @@ LogicalResult ShiftOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(SoftmaxGradOp::create(
-      b, getLoc(), getType(), getResult(), resultGrads[0], getAxisAttr()));
+  operandGrads.push_back(SoftmaxGradOp::create(b, getLoc(), getType(),
+                                               getResult(), resultGrads[0],
+                                               Value(), getAxisAttr()));
   return success();
 }
 

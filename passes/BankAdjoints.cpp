@@ -11,11 +11,10 @@ using namespace mlir::drc;
 namespace {
 
 /// Of the accumulators along a chain, this many are deferred after each one
-/// formed. Measured on Full AttnRes at d_model 256, 16 sublayers
-/// (bench/ab-profile, fused regions' samples over the busiest GEMM's): one
-/// cut them by 7-9%, two by 9-15%, three by 10-16%. Two and three move
-/// about the same bytes (drc-compile --report: 618 and 613 KB per token,
-/// one 664, none 749); two carries fewer ingredients into each region.
+/// formed. On Full AttnRes at d_model 256, 16 sublayers, the train step's
+/// residual traffic (drc-compile --report, KB per token read + written) is
+/// 749 with none deferred, 598 with two, 610 with three and 615 with four
+/// (the formed region reads more views of the bank's rows).
 constexpr int64_t kDeferredPerFormed = 2;
 
 /// A set value's rows per token: dimension 1 of [N, k, w].
@@ -39,6 +38,11 @@ struct RowSlicer {
   OpBuilder &builder;
   TokenAnalysis &a; ///< learns the per-token values made here
   const DenseSet<Value> &formed;
+  /// Rows made before by slicers of the same place (early or late), by
+  /// value, offset and count: made once.
+  DenseMap<std::tuple<Value, int64_t, int64_t>, Value> &known;
+  /// The values whose rows were had through their defining ops.
+  llvm::SetVector<Value> &sliced;
   SmallVector<Operation *> created;
 
   /// A per-token set whose rows are a few floats (coefficients, dots): its
@@ -81,13 +85,32 @@ struct RowSlicer {
       return {};
     if (offset == 0 && count == type.getDimSize(1))
       return v;
-    Operation *def = v.getDefiningOp();
-    auto rowsOf = [&](Value x) {
-      return make(RowsOp::create(builder, v.getLoc(), withRows(x, count), x,
-                                 builder.getI64IntegerAttr(offset)));
-    };
-    if (!def || formed.contains(v))
-      return narrow(v) || formed.contains(v) ? rowsOf(v) : Value();
+    if (Value rows = known.lookup({v, offset, count}))
+      return rows;
+    Value rows = sliceAnew(v, offset, count);
+    if (rows)
+      known[{v, offset, count}] = rows;
+    return rows;
+  }
+
+  Value sliceAnew(Value v, int64_t offset, int64_t count) {
+    if (Operation *def = v.getDefiningOp(); def && !formed.contains(v)) {
+      size_t before = created.size();
+      if (Value rows = sliceThrough(def, offset, count)) {
+        sliced.insert(v);
+        return rows;
+      }
+      // Nothing half-made stays behind.
+      discardFrom(before);
+    }
+    if (!narrow(v) && !formed.contains(v))
+      return {};
+    return make(RowsOp::create(builder, v.getLoc(), withRows(v, count), v,
+                               builder.getI64IntegerAttr(offset)));
+  }
+
+  /// slice() through `def`, the op defining the value; null if it cannot.
+  Value sliceThrough(Operation *def, int64_t offset, int64_t count) {
     IRMapping map;
     return llvm::TypeSwitch<Operation *, Value>(def)
         .Case([&](RowsOp rows) {
@@ -112,15 +135,27 @@ struct RowSlicer {
           // Row i of C X is row i of C (its i-th coefficients) times X.
           if (!mix.getTransposeCoef() ||
               !sliceInto(map, mix.getCoef(), offset, count))
-            return narrow(v) ? rowsOf(v) : Value();
+            return {};
           return copy(mix, map, count);
+        })
+        .Case([&](MixCoefGradOp grad) -> Value {
+          // Row i is row i of x dotted with each of dy's rows.
+          if (grad.getTransposeCoef() ||
+              !sliceInto(map, grad.getInput(), offset, count))
+            return {};
+          return copy(grad, map, count);
         })
         .Case([&](MatmulOp matmul) -> Value {
           if (matmul.getTransposeLhs() ||
               a.of(matmul.getRhs()) != Rows::Shared ||
               !sliceInto(map, matmul.getLhs(), offset, count))
-            return narrow(v) ? rowsOf(v) : Value();
+            return {};
           return copy(matmul, map, count);
+        })
+        .Case([&](RowDotOp dot) -> Value {
+          if (!sliceInto(map, {dot.getLhs(), dot.getRhs()}, offset, count))
+            return {};
+          return copy(dot, map, count);
         })
         .Case([&](RMSNormGradOp grad) -> Value {
           SmallVector<Value, 3> rowwise = {grad.getInput(),
@@ -131,14 +166,56 @@ struct RowSlicer {
             return {};
           return copy(grad, map, count);
         })
-        .Default([&](Operation *) { return narrow(v) ? rowsOf(v) : Value(); });
+        .Case([&](SoftmaxGradOp grad) -> Value {
+          // Row i is y_i (dy_i - s), s the sum over all rows: given, or
+          // had from the mix y makes (mixSum).
+          Value sum = grad.getDot();
+          if (grad.getAxis() != 1 || (!sum && !(sum = mixSum(grad))) ||
+              !sliceInto(map, {grad.getResult(), grad.getResultGrad()}, offset,
+                         count))
+            return {};
+          Value rows = copy(grad, map, count);
+          cast<SoftmaxGradOp>(rows.getDefiningOp()).getDotMutable().assign(sum);
+          return rows;
+        })
+        .Default([](Operation *) { return Value(); });
   }
 
-  /// Erases what this slicer made (a failed slice's partial work).
-  void discard() {
-    for (Operation *op : llvm::reverse(created))
-      op->erase();
-    created.clear();
+  /// For softmax_grad(y, dy) along the rows of a set x with
+  /// dy = mix_coef_grad(x, dm) and m = mix(x by y) (one output row): the
+  /// softmax's sum of y_i dy_i = sum_i y_i (x_i . dm) = dm . m, one dot per
+  /// token instead of a pass over x's rows. Null if `grad` is not such.
+  Value mixSum(SoftmaxGradOp grad) {
+    auto dy = grad.getResultGrad().getDefiningOp<MixCoefGradOp>();
+    if (!dy || dy.getTransposeCoef() ||
+        cast<RankedTensorType>(grad.getType()).getDimSize(2) != 1)
+      return {};
+    for (Operation *user : grad.getResult().getUsers()) {
+      auto mix = dyn_cast<MixOp>(user);
+      if (!mix || mix.getTransposeCoef() || mix.getCoef() != grad.getResult() ||
+          mix.getInput() != dy.getInput() ||
+          mix.getType() != dy.getResultGrad().getType())
+        continue;
+      auto type = cast<RankedTensorType>(grad.getType());
+      return make(RowDotOp::create(builder, grad.getLoc(),
+                                   type.clone({type.getDimSize(0), 1, 1}),
+                                   dy.getResultGrad(), mix.getResult()));
+    }
+    return {};
+  }
+
+  /// Erases what this slicer made from the `first`-th op on (a failed
+  /// slice's partial work), and forgets it.
+  void discardFrom(size_t first) {
+    DenseSet<Operation *> gone(created.begin() + first, created.end());
+    SmallVector<std::tuple<Value, int64_t, int64_t>> stale;
+    for (auto &[key, rows] : known)
+      if (gone.contains(rows.getDefiningOp()))
+        stale.push_back(key);
+    for (auto &key : stale)
+      known.erase(key);
+    while (created.size() > first)
+      created.pop_back_val()->erase();
   }
 };
 
@@ -196,15 +273,15 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
   // The chains, in block order (the reverse sweep's: the readout's adjoint
   // first), and each adjoint's place along its chain.
   SmallVector<Value> adjoints;
-  DenseSet<Value> known;
+  DenseSet<Value> seen;
   DenseMap<Value, int64_t> place;
   for (Operation &op : block)
     for (Value v : op.getResults())
       if (isBankAdjoint(v, a)) {
-        Value previous = previousAdjoint(v, known);
+        Value previous = previousAdjoint(v, seen);
         place[v] = previous ? place[previous] + 1 : 0;
         adjoints.push_back(v);
-        known.insert(v);
+        seen.insert(v);
       }
 
   DenseSet<Value> formed;
@@ -212,46 +289,127 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
     if (place[sum] % (kDeferredPerFormed + 1) == 0)
       formed.insert(sum);
 
+  // A run of deferred accumulators and the formed one after it: the late
+  // parts of the run's consumers all join that one's region.
+  DenseMap<Value, int64_t> run;
+  for (Value sum : adjoints) {
+    Value previous = previousAdjoint(sum, seen);
+    int64_t id = previous && !formed.contains(previous)
+                     ? run.lookup(previous)
+                     : static_cast<int64_t>(run.size());
+    run[sum] = id;
+  }
+
   OpBuilder builder(fn.getContext());
   UnitAttr late = builder.getUnitAttr();
+  // Marks what a slicer made for rows that go on into another accumulator
+  // as late, in `group`, but the rows of a formed accumulator: those stay
+  // where it is made, a view of the buffer it is written to, which the next
+  // accumulator can then be written over in place.
+  auto placeLate = [&](RowSlicer &slicer, int64_t group) {
+    for (Operation *op : slicer.created)
+      if (auto read = dyn_cast<RowsOp>(op);
+          !read || !formed.contains(read.getInput())) {
+        op->setAttr(kRecomputedAttr, late);
+        op->setAttr(kLateGroupAttr, builder.getI64IntegerAttr(group));
+      }
+  };
+  using Known = DenseMap<std::tuple<Value, int64_t, int64_t>, Value>;
+  struct Read {
+    RowsOp rows;
+    Value value;
+    int64_t offset, count;
+    bool late;
+  };
   for (Value sum : adjoints) {
     if (formed.contains(sum))
       continue;
+    int64_t group = run[sum];
+    Known early, later;
+    llvm::SetVector<Value> sliced;
+    auto slicerFor = [&](bool isLate) {
+      return RowSlicer{builder, a, formed, isLate ? later : early, sliced, {}};
+    };
     // Every read of the accumulator's rows must be had from its terms.
-    SmallVector<std::pair<RowsOp, Value>> replaced;
+    SmallVector<Read> reads;
     SmallVector<Operation *> made;
-    bool sliced = true;
+    bool complete = true;
     for (Operation *user : sum.getUsers()) {
       auto rows = cast<RowsOp>(user);
       builder.setInsertionPoint(rows);
-      RowSlicer slicer{builder, a, formed, {}};
+      bool isLate = feedsAccumulator(rows);
+      RowSlicer slicer = slicerFor(isLate);
       Value value =
           slicer.slice(sum, rows.getOffset(), rowCount(rows.getResult()));
+      made.append(slicer.created);
       if (!value || value == sum) {
-        slicer.discard();
-        sliced = false;
+        complete = false;
         break;
       }
-      // The rows of a formed accumulator stay where it is made: a view of
-      // the buffer it is written to, which the next accumulator can then
-      // be written over in place.
-      if (feedsAccumulator(rows))
-        for (Operation *op : slicer.created)
-          if (auto read = dyn_cast<RowsOp>(op);
-              !read || !formed.contains(read.getInput()))
-            op->setAttr(kRecomputedAttr, late);
-      made.append(slicer.created);
-      replaced.push_back({rows, value});
+      if (isLate)
+        placeLate(slicer, group);
+      reads.push_back({rows, value, static_cast<int64_t>(rows.getOffset()),
+                       rowCount(rows.getResult()), isLate});
     }
-    if (!sliced) {
+    if (!complete) {
       for (Operation *op : llvm::reverse(made))
         op->erase();
       continue;
     }
-    for (auto [rows, value] : replaced) {
-      rows.getResult().replaceAllUsesWith(value);
-      rows->erase();
+    for (Read &read : reads) {
+      read.rows.getResult().replaceAllUsesWith(read.value);
+      read.rows->erase();
     }
+    // A normed linear's weight gradient sums over the rows of a value
+    // sliced above (the consumer's logits' adjoint): it becomes the sum of
+    // its parts over the same row ranges, each computed where those rows
+    // are, so that no region makes all of that value's rows.
+    for (Value v : llvm::to_vector(sliced))
+      for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
+        if (auto grad = dyn_cast<NormedLinearWeightGradOp>(user);
+            grad && grad.getResultGrad() == v) {
+          // Made at the gradient's place, from its operands' defining ops
+          // (the reads' slices come later in the block).
+          builder.setInsertionPoint(grad);
+          SmallVector<Value> parts;
+          SmallVector<RowSlicer> slicers;
+          Known partEarly, partLate;
+          llvm::SetVector<Value> partSliced;
+          for (Read &read : reads) {
+            RowSlicer &slicer =
+                slicers.emplace_back(RowSlicer{builder,
+                                               a,
+                                               formed,
+                                               read.late ? partLate : partEarly,
+                                               partSliced,
+                                               {}});
+            Value x = slicer.slice(grad.getInput(), read.offset, read.count);
+            Value dy =
+                x ? slicer.slice(grad.getResultGrad(), read.offset, read.count)
+                  : Value();
+            if (!x || !dy)
+              break;
+            IRMapping map;
+            map.map(grad.getInput(), x);
+            map.map(grad.getResultGrad(), dy);
+            parts.push_back(builder.clone(*grad, map)->getResult(0));
+          }
+          if (parts.size() != reads.size()) {
+            for (Value part : parts)
+              part.getDefiningOp()->erase();
+            for (RowSlicer &slicer : llvm::reverse(slicers))
+              slicer.discardFrom(0);
+            continue;
+          }
+          for (auto [read, slicer] : llvm::zip(reads, slicers))
+            if (read.late)
+              placeLate(slicer, group);
+          Value total = parts.front();
+          for (Value part : ArrayRef(parts).drop_front())
+            total = AddOp::create(builder, grad.getLoc(), total, part);
+          grad.getResult().replaceAllUsesWith(total);
+          grad->erase();
+        }
     eraseUnused(sum.getDefiningOp());
   }
 }

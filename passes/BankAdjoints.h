@@ -15,19 +15,28 @@
 // Deferring S_k: it is never formed. Each rows(S_k, o, n) becomes the sum
 // of its terms' rows, sliced through the ops that compute each row of their
 // result from the same rows of their set operands (add; mix with transposed
-// coefficients; a matmul of rows by a shared matrix; rms_norm_grad), down to
-// the rows of narrow values (a few floats per row: coefficients, dots), of
-// the bank itself and of the last accumulator formed. The appended row's
-// adjoint is computed where S_k was, from one row of the bank. The rest is
-// marked like a recomputed value (kRecomputedAttr), so it joins the region
-// that forms the next accumulator, which reads those bank rows anyway. Two
-// of every three accumulators along a chain are deferred: the third
-// consumer's region adds three contributions in one read-modify-write of
-// the accumulator, which it writes over the last one formed in place. Per
-// three consumers that is the bank's rows read three times and S's read and
-// written once: five rows of traffic per bank row where there were nine.
-// The deferred consumers' regions write their contributions' ingredients
-// instead: one row (the mix's adjoint dm) and a few floats per bank row.
+// coefficients; mix_coef_grad; a matmul of rows by a shared matrix;
+// row_dot; rms_norm_grad; softmax_grad given its sums), down to the rows of
+// narrow values (a few floats per row), of the bank itself and of the last
+// accumulator formed. A softmax over the bank's rows whose weights y mix
+// them (m = sum_i y_i c_i) has as its adjoint's sum sum_i y_i (c_i . dm) =
+// dm . m: one dot per token (softmax_grad's `dot`), so its rows need no
+// pass over the bank. The consumer's query-weight gradient (a normed
+// linear's weight gradient, a sum over the rows) becomes the sum of its
+// parts over the same row ranges.
+//
+// The appended row's adjoint is computed where S_k was, from the one bank
+// row the sublayer appended. The rest is marked late (kRecomputedAttr) in
+// one group per run of deferred accumulators (kLateGroupAttr), so that it
+// joins the region that forms the next accumulator, weight-gradient parts
+// included, which reads those bank rows anyway. Two of every three
+// accumulators along a chain are deferred: the third consumer's region
+// adds three contributions in one read-modify-write of the accumulator,
+// which it writes over the last one formed in place. Per three consumers
+// the bank's rows are read once and S's read and written once where they
+// were read three times and S's read and written three times. The deferred
+// consumers' regions write their contributions' ingredients instead: one
+// row (the mix's adjoint dm) and a few floats per bank row.
 //
 // Works on the IR's structure: any accumulator that is a sum of per-token
 // sets read back only by drc.rows, one of those rows a term of the adjoint

@@ -876,16 +876,28 @@ Value lowerNormalizeGrad(KernelBuilder &k, NormalizeGradOp op) {
 
 Value lowerSoftmaxGrad(KernelBuilder &k, SoftmaxGradOp op) {
   auto type = cast<RankedTensorType>(op.getType());
-  AxisLoops l(k, type, op.getAxis());
+  int64_t axis = op.getAxis();
+  AxisLoops l(k, type, axis);
   Value y = op.getResult(), dy = op.getResultGrad();
-  Value dot = k.generic1({y, dy}, k.filled(l.reducedShape, 0.0),
-                         {l.full[0], l.full[0], l.reduced[0]}, l.iterators,
-                         [&](Scalar &s, ValueRange a) {
-                           k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
-                         });
+  Value dot = op.getDot();
+  AffineMap dotMap = l.reduced[0];
+  if (dot) {
+    // The given sums keep the axis, as 1: read at 0 along it.
+    SmallVector<AffineExpr> at;
+    for (int64_t d = 0, loop = 0; d < type.getRank(); ++d)
+      at.push_back(d == axis ? k.b.getAffineConstantExpr(0)
+                             : k.b.getAffineDimExpr(loop++));
+    dotMap = AffineMap::get(type.getRank(), 0, at, k.b.getContext());
+  } else {
+    dot = k.generic1({y, dy}, k.filled(l.reducedShape, 0.0),
+                     {l.full[0], l.full[0], l.reduced[0]}, l.iterators,
+                     [&](Scalar &s, ValueRange a) {
+                       k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
+                     });
+  }
   SmallVector<IteratorType> all(type.getRank(), kPar);
   return k.generic1({y, dy, dot}, k.empty(type.getShape()),
-                    {l.full[0], l.full[0], l.reduced[0], l.full[0]}, all,
+                    {l.full[0], l.full[0], dotMap, l.full[0]}, all,
                     [&](Scalar &s, ValueRange a) {
                       k.yield(s, s.mul(a[0], s.sub(a[1], a[2])));
                     });

@@ -81,7 +81,9 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
     writes the contributions it computes as one tensor; and two of every
     three accumulators of a depth bank's adjoint (AttnRes's, shrinking by a
     row per consumer) are summed from their terms' rows in the region that
-    forms the next, which reads the bank's rows anyway (BankAdjoints.h). A
+    forms the next, which reads the bank's rows anyway; the deferred
+    consumers read only their appended row, the depth softmax's sum taken
+    as dm . m (BankAdjoints.h). A
     coefficient projection's weight gradient too wide for per-tile partial
     sums (mHC's φ) has its per-token factor dy / rms(x) split off as
     drc.scale_by_inv_rms, which joins dy's region, and reads it prescaled.

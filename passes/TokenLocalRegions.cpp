@@ -183,6 +183,26 @@ DenseMap<Operation *, int64_t> mlir::drc::barrierDepths(func::FuncOp fn,
     if (late != std::numeric_limits<int64_t>::max())
       depth[&op] = std::max(depth[&op], late);
   }
+  if (!lateRecomputed)
+    return depth;
+  DenseMap<int64_t, int64_t> groupDepth;
+  for (Operation &op : block)
+    if (auto group = op.getAttrOfType<IntegerAttr>(kLateGroupAttr)) {
+      int64_t &latest = groupDepth[group.getInt()];
+      latest = std::max(latest, depth[&op]);
+    }
+  // No later than a token-local user (a region reading it must not come
+  // first); a sum over tokens reading it moves after its region.
+  for (Operation &op : llvm::reverse(block)) {
+    auto group = op.getAttrOfType<IntegerAttr>(kLateGroupAttr);
+    if (!group)
+      continue;
+    int64_t late = groupDepth[group.getInt()];
+    for (Operation *user : op.getUsers())
+      if (isTokenLocal(*user, a))
+        late = std::min(late, depth[user]);
+    depth[&op] = std::max(depth[&op], late);
+  }
   return depth;
 }
 

@@ -32,6 +32,13 @@ enum class Rows { Shared, PerToken, Other };
 /// grouped as late as its users allow.
 inline constexpr llvm::StringLiteral kRecomputedAttr = "drc.recomputed";
 
+/// On late ops (kRecomputedAttr) that belong together, the group's number:
+/// each goes as late as the latest of its group. A deferred bank adjoint's
+/// rows (BankAdjoints.h) join the region that forms the next accumulator,
+/// and so do the parts of its weight gradient, which only a sum over tokens
+/// reads.
+inline constexpr llvm::StringLiteral kLateGroupAttr = "drc.late_group";
+
 /// Whether a parameter matrix [rows, columns] is narrow: one side at most 32
 /// and at most a quarter of the other (a coefficient projection or its
 /// adjoint). Multiplying by it does ~2 x 32 flops per element moved, far

@@ -370,3 +370,11 @@ func.func @f(%x: tensor<8x4xf32>) {
   %0 = drc.row_dot %x, %x : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @softmax_grad_dot(%y: tensor<6x5x1xf32>, %dy: tensor<6x5x1xf32>, %dot: tensor<6x5x1xf32>) {
+  // expected-error @+1 {{dot 'tensor<6x5x1xf32>' must hold one sum per softmax of 'tensor<6x5x1xf32>' (its shape with axis 1 1)}}
+  %g = drc.softmax_grad %y grad %dy dot %dot {axis = 1 : i64} : (tensor<6x5x1xf32>, tensor<6x5x1xf32>, tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
+  return
+}

@@ -99,6 +99,9 @@ func.func @sets(%h: tensor<6x8xf32>, %c: tensor<6x2x3xf32>, %s: tensor<2x3xf32>)
   %ct = drc.center %h2 : tensor<6x5x4xf32>
   // CHECK: drc.softmax_grad %{{.*}} grad %{{.*}} {axis = 1 : i64}
   %sg = drc.softmax_grad %sm grad %h2 {axis = 1 : i64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>) -> tensor<6x5x4xf32>
+  // CHECK: drc.softmax_grad %{{.*}} grad %{{.*}} dot %{{.*}} {axis = 1 : i64}
+  %sdot = drc.rows %sm at 0 : (tensor<6x5x4xf32>) -> tensor<6x1x4xf32>
+  %sd = drc.softmax_grad %sm grad %h2 dot %sdot {axis = 1 : i64} : (tensor<6x5x4xf32>, tensor<6x5x4xf32>, tensor<6x1x4xf32>) -> tensor<6x5x4xf32>
   return
 }
 
