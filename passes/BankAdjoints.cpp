@@ -363,11 +363,20 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
     // A normed linear's weight gradient sums over the rows of a value
     // sliced above (the consumer's logits' adjoint): it becomes the sum of
     // its parts over the same row ranges, each computed where those rows
-    // are, so that no region makes all of that value's rows.
+    // are, so that no region makes all of that value's rows. Only where
+    // the reads cover the rows once, as the parts must.
+    llvm::sort(reads, [](const Read &l, const Read &r) {
+      return l.offset < r.offset;
+    });
+    int64_t covered = 0;
+    for (Read &read : reads)
+      covered = read.offset == covered ? covered + read.count : -1;
+    bool partition = covered == rowCount(sum);
     for (Value v : llvm::to_vector(sliced))
       for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
         if (auto grad = dyn_cast<NormedLinearWeightGradOp>(user);
-            grad && grad.getResultGrad() == v) {
+            grad && partition && grad.getResultGrad() == v &&
+            rowCount(v) == rowCount(sum)) {
           // Made at the gradient's place, from its operands' defining ops
           // (the reads' slices come later in the block).
           builder.setInsertionPoint(grad);
