@@ -303,14 +303,24 @@ static SmallVector<int64_t> rowsOf(RankedTensorType type) {
   return shape;
 }
 
+/// An elementwise adjoint op's result and input adjoints have the shape of
+/// `like` (its `role`: "input" or "result").
+static LogicalResult verifyAdjointShapes(Operation *op, Value resultGrad,
+                                         Value inputGrad, RankedTensorType like,
+                                         StringRef role) {
+  if (succeeded(verifyCompatibleShape(resultGrad.getType(), like)) &&
+      succeeded(verifyCompatibleShape(inputGrad.getType(), like)))
+    return success();
+  return op->emitOpError() << "the result adjoint " << resultGrad.getType()
+                           << " and the input adjoint " << inputGrad.getType()
+                           << " must have the " << role << "'s shape " << like;
+}
+
 LogicalResult RMSNormGradOp::verify() {
   auto input = ranked(getInput());
-  if (failed(verifyCompatibleShape(getResultGrad().getType(), input)) ||
-      failed(verifyCompatibleShape(getInputGrad().getType(), input)))
-    return emitOpError() << "the result adjoint " << getResultGrad().getType()
-                         << " and the input adjoint "
-                         << getInputGrad().getType()
-                         << " must have the input's shape " << input;
+  if (failed(verifyAdjointShapes(*this, getResultGrad(), getInputGrad(), input,
+                                 "input")))
+    return failure();
   if (Value dot = getDot(); dot && failed(verifyCompatibleShape(
                                        ranked(dot).getShape(), rowsOf(input))))
     return emitOpError() << "dot " << dot.getType()
@@ -576,12 +586,9 @@ LogicalResult SoftmaxGradOp::verify() {
   if (axis < 0 || axis >= result.getRank())
     return emitOpError() << "axis " << axis << " is not a dimension of "
                          << result;
-  if (failed(verifyCompatibleShape(getResultGrad().getType(), result)) ||
-      failed(verifyCompatibleShape(getInputGrad().getType(), result)))
-    return emitOpError() << "the result adjoint " << getResultGrad().getType()
-                         << " and the input adjoint "
-                         << getInputGrad().getType()
-                         << " must have the result's shape " << result;
+  if (failed(verifyAdjointShapes(*this, getResultGrad(), getInputGrad(), result,
+                                 "result")))
+    return failure();
   SmallVector<int64_t> sums(result.getShape());
   sums[axis] = 1;
   if (Value dot = getDot();
