@@ -330,46 +330,54 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
     auto slicerFor = [&](bool isLate) {
       return RowSlicer{builder, a, formed, isLate ? later : early, sliced, {}};
     };
-    // Every read of the accumulator's rows must be had from its terms.
     SmallVector<Read> reads;
-    SmallVector<Operation *> made;
-    bool complete = true;
     for (Operation *user : sum.getUsers()) {
       auto rows = cast<RowsOp>(user);
-      builder.setInsertionPoint(rows);
-      bool isLate = feedsAccumulator(rows);
-      RowSlicer slicer = slicerFor(isLate);
-      Value value =
-          slicer.slice(sum, rows.getOffset(), rowCount(rows.getResult()));
-      made.append(slicer.created);
-      if (!value || value == sum) {
-        complete = false;
-        break;
-      }
-      if (isLate)
-        placeLate(slicer, group);
-      reads.push_back({rows, value, static_cast<int64_t>(rows.getOffset()),
-                       rowCount(rows.getResult()), isLate});
+      reads.push_back({rows, Value(), static_cast<int64_t>(rows.getOffset()),
+                       rowCount(rows.getResult()), feedsAccumulator(rows)});
     }
-    if (!complete) {
+    // Slices every read of the accumulator's rows from its terms, each at
+    // the read, into `made`; false if one cannot be.
+    auto sliceReads = [&](SmallVector<Operation *> &made) {
+      for (Read &read : reads) {
+        builder.setInsertionPoint(read.rows);
+        RowSlicer slicer = slicerFor(read.late);
+        read.value = slicer.slice(sum, read.offset, read.count);
+        made.append(slicer.created);
+        if (!read.value || read.value == sum)
+          return false;
+        if (read.late)
+          placeLate(slicer, group);
+      }
+      return true;
+    };
+    auto undo = [&](SmallVector<Operation *> &made) {
       for (Operation *op : llvm::reverse(made))
         op->erase();
+      early.clear();
+      later.clear();
+    };
+    // A first pass finds the values the reads are sliced through, and is
+    // undone: a normed linear's weight gradient over one of them is split
+    // first (below), so that the reads reuse its parts' rows.
+    SmallVector<Operation *> probe;
+    bool complete = sliceReads(probe);
+    undo(probe);
+    if (!complete)
       continue;
-    }
-    for (Read &read : reads) {
-      read.rows.getResult().replaceAllUsesWith(read.value);
-      read.rows->erase();
-    }
-    // A normed linear's weight gradient sums over the rows of a value
-    // sliced above (the consumer's logits' adjoint): it becomes the sum of
-    // its parts over the same row ranges, each computed where those rows
-    // are, so that no region makes all of that value's rows. Only where
-    // the reads cover the rows once, as the parts must.
-    llvm::sort(reads, [](const Read &l, const Read &r) {
+
+    // Such a gradient sums over the rows of a sliced value (the consumer's
+    // logits' adjoint): it becomes the sum of its parts over the reads' row
+    // ranges, each computed where those rows are, so that no region makes
+    // all of that value's rows. Only where the reads cover the rows once,
+    // as the parts must. The parts are made at the gradient's place, from
+    // its operands' defining ops (the reads come later in the block).
+    SmallVector<Read> ranges(reads);
+    llvm::sort(ranges, [](const Read &l, const Read &r) {
       return l.offset < r.offset;
     });
     int64_t covered = 0;
-    for (Read &read : reads)
+    for (Read &read : ranges)
       covered = read.offset == covered ? covered + read.count : -1;
     bool partition = covered == rowCount(sum);
     for (Value v : llvm::to_vector(sliced))
@@ -377,21 +385,11 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
         if (auto grad = dyn_cast<NormedLinearWeightGradOp>(user);
             grad && partition && grad.getResultGrad() == v &&
             rowCount(v) == rowCount(sum)) {
-          // Made at the gradient's place, from its operands' defining ops
-          // (the reads' slices come later in the block).
           builder.setInsertionPoint(grad);
           SmallVector<Value> parts;
           SmallVector<RowSlicer> slicers;
-          Known partEarly, partLate;
-          llvm::SetVector<Value> partSliced;
-          for (Read &read : reads) {
-            RowSlicer &slicer =
-                slicers.emplace_back(RowSlicer{builder,
-                                               a,
-                                               formed,
-                                               read.late ? partLate : partEarly,
-                                               partSliced,
-                                               {}});
+          for (Read &read : ranges) {
+            RowSlicer &slicer = slicers.emplace_back(slicerFor(read.late));
             Value x = slicer.slice(grad.getInput(), read.offset, read.count);
             Value dy =
                 x ? slicer.slice(grad.getResultGrad(), read.offset, read.count)
@@ -403,14 +401,14 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
             map.map(grad.getResultGrad(), dy);
             parts.push_back(builder.clone(*grad, map)->getResult(0));
           }
-          if (parts.size() != reads.size()) {
+          if (parts.size() != ranges.size()) {
             for (Value part : parts)
               part.getDefiningOp()->erase();
             for (RowSlicer &slicer : llvm::reverse(slicers))
               slicer.discardFrom(0);
             continue;
           }
-          for (auto [read, slicer] : llvm::zip(reads, slicers))
+          for (auto [read, slicer] : llvm::zip(ranges, slicers))
             if (read.late)
               placeLate(slicer, group);
           Value total = parts.front();
@@ -419,6 +417,16 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
           grad.getResult().replaceAllUsesWith(total);
           grad->erase();
         }
+
+    SmallVector<Operation *> made;
+    if (!sliceReads(made)) {
+      undo(made);
+      continue;
+    }
+    for (Read &read : reads) {
+      read.rows.getResult().replaceAllUsesWith(read.value);
+      read.rows->erase();
+    }
     eraseUnused(sum.getDefiningOp());
   }
 }
