@@ -336,6 +336,13 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
       reads.push_back({rows, Value(), static_cast<int64_t>(rows.getOffset()),
                        rowCount(rows.getResult()), feedsAccumulator(rows)});
     }
+    // In block order: a slicer may reuse the rows an earlier one made.
+    if (llvm::any_of(
+            reads, [&](const Read &r) { return r.rows->getBlock() != &block; }))
+      continue;
+    llvm::sort(reads, [](const Read &l, const Read &r) {
+      return l.rows->isBeforeInBlock(r.rows);
+    });
     // Slices every read of the accumulator's rows from its terms, each at
     // the read, into `made`; false if one cannot be.
     auto sliceReads = [&](SmallVector<Operation *> &made) {
@@ -371,7 +378,7 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
     // ranges, each computed where those rows are, so that no region makes
     // all of that value's rows. Only where the reads cover the rows once,
     // as the parts must. The parts are made at the gradient's place, from
-    // its operands' defining ops (the reads come later in the block).
+    // its operands' defining ops.
     SmallVector<Read> ranges(reads);
     llvm::sort(ranges, [](const Read &l, const Read &r) {
       return l.offset < r.offset;
@@ -379,44 +386,64 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
     int64_t covered = 0;
     for (Read &read : ranges)
       covered = read.offset == covered ? covered + read.count : -1;
-    bool partition = covered == rowCount(sum);
-    for (Value v : llvm::to_vector(sliced))
-      for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
-        if (auto grad = dyn_cast<NormedLinearWeightGradOp>(user);
-            grad && partition && grad.getResultGrad() == v &&
-            rowCount(v) == rowCount(sum)) {
-          builder.setInsertionPoint(grad);
-          SmallVector<Value> parts;
-          SmallVector<RowSlicer> slicers;
-          for (Read &read : ranges) {
-            RowSlicer &slicer = slicers.emplace_back(slicerFor(read.late));
-            Value x = slicer.slice(grad.getInput(), read.offset, read.count);
-            Value dy =
-                x ? slicer.slice(grad.getResultGrad(), read.offset, read.count)
-                  : Value();
-            if (!x || !dy)
-              break;
-            IRMapping map;
-            map.map(grad.getInput(), x);
-            map.map(grad.getResultGrad(), dy);
-            parts.push_back(builder.clone(*grad, map)->getResult(0));
-          }
-          if (parts.size() != ranges.size()) {
-            for (Value part : parts)
-              part.getDefiningOp()->erase();
-            for (RowSlicer &slicer : llvm::reverse(slicers))
-              slicer.discardFrom(0);
-            continue;
-          }
-          for (auto [read, slicer] : llvm::zip(ranges, slicers))
-            if (read.late)
-              placeLate(slicer, group);
-          Value total = parts.front();
-          for (Value part : ArrayRef(parts).drop_front())
-            total = AddOp::create(builder, grad.getLoc(), total, part);
-          grad.getResult().replaceAllUsesWith(total);
-          grad->erase();
-        }
+    SmallVector<NormedLinearWeightGradOp> grads;
+    if (covered == rowCount(sum))
+      for (Value v : sliced)
+        for (Operation *user : v.getUsers())
+          if (auto grad = dyn_cast<NormedLinearWeightGradOp>(user);
+              grad && grad->getBlock() == &block && grad.getResultGrad() == v &&
+              rowCount(v) == rowCount(sum))
+            grads.push_back(grad);
+    llvm::sort(grads,
+               [](NormedLinearWeightGradOp l, NormedLinearWeightGradOp r) {
+                 return l->isBeforeInBlock(r);
+               });
+    // The reads reuse the parts' rows where those come first in the block;
+    // otherwise the parts have rows of their own.
+    Known ownEarly, ownLater;
+    bool first = llvm::all_of(grads, [&](NormedLinearWeightGradOp grad) {
+      return grad->isBeforeInBlock(reads.front().rows);
+    });
+    for (NormedLinearWeightGradOp grad : grads) {
+      builder.setInsertionPoint(grad);
+      SmallVector<Value> parts;
+      SmallVector<RowSlicer> slicers;
+      for (Read &read : ranges) {
+        RowSlicer &slicer = slicers.emplace_back(
+            first ? slicerFor(read.late)
+                  : RowSlicer{builder,
+                              a,
+                              formed,
+                              read.late ? ownLater : ownEarly,
+                              sliced,
+                              {}});
+        Value x = slicer.slice(grad.getInput(), read.offset, read.count);
+        Value dy =
+            x ? slicer.slice(grad.getResultGrad(), read.offset, read.count)
+              : Value();
+        if (!x || !dy)
+          break;
+        IRMapping map;
+        map.map(grad.getInput(), x);
+        map.map(grad.getResultGrad(), dy);
+        parts.push_back(builder.clone(*grad, map)->getResult(0));
+      }
+      if (parts.size() != ranges.size()) {
+        for (Value part : parts)
+          part.getDefiningOp()->erase();
+        for (RowSlicer &slicer : llvm::reverse(slicers))
+          slicer.discardFrom(0);
+        continue;
+      }
+      for (auto [read, slicer] : llvm::zip(ranges, slicers))
+        if (read.late)
+          placeLate(slicer, group);
+      Value total = parts.front();
+      for (Value part : ArrayRef(parts).drop_front())
+        total = AddOp::create(builder, grad.getLoc(), total, part);
+      grad.getResult().replaceAllUsesWith(total);
+      grad->erase();
+    }
 
     SmallVector<Operation *> made;
     if (!sliceReads(made)) {
