@@ -30,6 +30,13 @@ RankedTensorType withRows(Value v, int64_t count) {
   return type.clone(shape);
 }
 
+/// Erases `op`, made by a RowSlicer, and its entry in `a` (a later op could
+/// otherwise reuse its result's address, and so its entry).
+void eraseMade(Operation *op, TokenAnalysis &a) {
+  a.rows.erase(op->getResult(0));
+  op->erase();
+}
+
 /// Builds rows [offset, offset + count) of per-token sets without forming
 /// the sets: through ops whose result's row i depends only on row i of their
 /// set operands, down to the rows of narrow values and of formed
@@ -215,7 +222,7 @@ struct RowSlicer {
     for (auto &key : stale)
       known.erase(key);
     while (created.size() > first)
-      created.pop_back_val()->erase();
+      eraseMade(created.pop_back_val(), a);
   }
 };
 
@@ -360,7 +367,7 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
     };
     auto undo = [&](SmallVector<Operation *> &made) {
       for (Operation *op : llvm::reverse(made))
-        op->erase();
+        eraseMade(op, a);
       early.clear();
       later.clear();
     };
@@ -398,8 +405,17 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
                [](NormedLinearWeightGradOp l, NormedLinearWeightGradOp r) {
                  return l->isBeforeInBlock(r);
                });
-    // The reads reuse the parts' rows where those come first in the block;
-    // otherwise the parts have rows of their own.
+    grads.erase(std::unique(grads.begin(), grads.end()), grads.end());
+    // The reads reuse the parts' rows where every gradient comes before
+    // them in the block; otherwise the parts have rows of their own. A
+    // gradient is replaced by its parts' sum once the reads are sliced.
+    struct Split {
+      NormedLinearWeightGradOp grad;
+      Value total;
+      SmallVector<Operation *> ops; ///< the parts and their sums
+    };
+    SmallVector<Split> splits;
+    SmallVector<RowSlicer> partSlicers;
     Known ownEarly, ownLater;
     bool first = llvm::all_of(grads, [&](NormedLinearWeightGradOp grad) {
       return grad->isBeforeInBlock(reads.front().rows);
@@ -438,17 +454,30 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
       for (auto [read, slicer] : llvm::zip(ranges, slicers))
         if (read.late)
           placeLate(slicer, group);
-      Value total = parts.front();
-      for (Value part : ArrayRef(parts).drop_front())
-        total = AddOp::create(builder, grad.getLoc(), total, part);
-      grad.getResult().replaceAllUsesWith(total);
-      grad->erase();
+      Split &split = splits.emplace_back(Split{grad, parts.front(), {}});
+      for (Value part : parts)
+        split.ops.push_back(part.getDefiningOp());
+      for (Value part : ArrayRef(parts).drop_front()) {
+        split.total = AddOp::create(builder, grad.getLoc(), split.total, part);
+        split.ops.push_back(split.total.getDefiningOp());
+      }
+      partSlicers.append(slicers.begin(), slicers.end());
     }
 
     SmallVector<Operation *> made;
     if (!sliceReads(made)) {
+      // Not expected after the probe; nothing of this accumulator changes.
       undo(made);
+      for (Split &split : llvm::reverse(splits))
+        for (Operation *op : llvm::reverse(split.ops))
+          op->erase();
+      for (RowSlicer &slicer : llvm::reverse(partSlicers))
+        slicer.discardFrom(0);
       continue;
+    }
+    for (Split &split : splits) {
+      split.grad.getResult().replaceAllUsesWith(split.total);
+      split.grad->erase();
     }
     for (Read &read : reads) {
       read.rows.getResult().replaceAllUsesWith(read.value);
