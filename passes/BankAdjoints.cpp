@@ -4,6 +4,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace mlir::drc;
@@ -351,7 +352,7 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
       return l.rows->isBeforeInBlock(r.rows);
     });
     // Slices every read of the accumulator's rows from its terms, each at
-    // the read, into `made`; false if one cannot be.
+    // the read, the ops made into `made`; false if one cannot be.
     auto sliceReads = [&](SmallVector<Operation *> &made) {
       for (Read &read : reads) {
         builder.setInsertionPoint(read.rows);
@@ -365,18 +366,15 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
       }
       return true;
     };
-    auto undo = [&](SmallVector<Operation *> &made) {
-      for (Operation *op : llvm::reverse(made))
-        eraseMade(op, a);
-      early.clear();
-      later.clear();
-    };
     // A first pass finds the values the reads are sliced through, and is
     // undone: a normed linear's weight gradient over one of them is split
     // first (below), so that the reads reuse its parts' rows.
     SmallVector<Operation *> probe;
     bool complete = sliceReads(probe);
-    undo(probe);
+    for (Operation *op : llvm::reverse(probe))
+      eraseMade(op, a);
+    early.clear();
+    later.clear();
     if (!complete)
       continue;
 
@@ -407,32 +405,20 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
                });
     grads.erase(std::unique(grads.begin(), grads.end()), grads.end());
     // The reads reuse the parts' rows where every gradient comes before
-    // them in the block; otherwise the parts have rows of their own. A
-    // gradient is replaced by its parts' sum once the reads are sliced.
-    struct Split {
-      NormedLinearWeightGradOp grad;
-      Value total;
-      SmallVector<Operation *> ops; ///< the parts and their sums
-    };
-    SmallVector<Split> splits;
-    SmallVector<RowSlicer> partSlicers;
+    // them in the block; otherwise the parts have rows of their own.
     Known ownEarly, ownLater;
     bool first = llvm::all_of(grads, [&](NormedLinearWeightGradOp grad) {
       return grad->isBeforeInBlock(reads.front().rows);
     });
+    Known &partEarly = first ? early : ownEarly;
+    Known &partLater = first ? later : ownLater;
     for (NormedLinearWeightGradOp grad : grads) {
       builder.setInsertionPoint(grad);
       SmallVector<Value> parts;
       SmallVector<RowSlicer> slicers;
       for (Read &read : ranges) {
-        RowSlicer &slicer = slicers.emplace_back(
-            first ? slicerFor(read.late)
-                  : RowSlicer{builder,
-                              a,
-                              formed,
-                              read.late ? ownLater : ownEarly,
-                              sliced,
-                              {}});
+        RowSlicer &slicer = slicers.emplace_back(RowSlicer{
+            builder, a, formed, read.late ? partLater : partEarly, sliced, {}});
         Value x = slicer.slice(grad.getInput(), read.offset, read.count);
         Value dy =
             x ? slicer.slice(grad.getResultGrad(), read.offset, read.count)
@@ -454,31 +440,18 @@ void mlir::drc::deferBankAdjoints(func::FuncOp fn,
       for (auto [read, slicer] : llvm::zip(ranges, slicers))
         if (read.late)
           placeLate(slicer, group);
-      Split &split = splits.emplace_back(Split{grad, parts.front(), {}});
-      for (Value part : parts)
-        split.ops.push_back(part.getDefiningOp());
-      for (Value part : ArrayRef(parts).drop_front()) {
-        split.total = AddOp::create(builder, grad.getLoc(), split.total, part);
-        split.ops.push_back(split.total.getDefiningOp());
-      }
-      partSlicers.append(slicers.begin(), slicers.end());
+      Value total = parts.front();
+      for (Value part : ArrayRef(parts).drop_front())
+        total = AddOp::create(builder, grad.getLoc(), total, part);
+      grad.getResult().replaceAllUsesWith(total);
+      grad->erase();
     }
 
+    // The probe sliced them; the memos only spare work.
     SmallVector<Operation *> made;
-    if (!sliceReads(made)) {
-      // Not expected after the probe; nothing of this accumulator changes.
-      undo(made);
-      for (Split &split : llvm::reverse(splits))
-        for (Operation *op : llvm::reverse(split.ops))
-          op->erase();
-      for (RowSlicer &slicer : llvm::reverse(partSlicers))
-        slicer.discardFrom(0);
-      continue;
-    }
-    for (Split &split : splits) {
-      split.grad.getResult().replaceAllUsesWith(split.total);
-      split.grad->erase();
-    }
+    if (!sliceReads(made))
+      llvm::report_fatal_error(
+          "drc: a bank adjoint's reads, sliced once, could not be again");
     for (Read &read : reads) {
       read.rows.getResult().replaceAllUsesWith(read.value);
       read.rows->erase();

@@ -732,6 +732,8 @@ Value lowerSumLeading(KernelBuilder &k, SumLeadingOp op) {
 /// maps from them to the tensor and to the tensor without `axis`.
 struct AxisLoops {
   SmallVector<AffineMap> full, reduced;
+  /// The reduced result kept at the operand's rank, the axis as 1.
+  AffineMap kept;
   SmallVector<IteratorType> iterators;
   SmallVector<int64_t> reducedShape;
   AxisLoops(KernelBuilder &k, RankedTensorType type, int64_t axis) {
@@ -747,6 +749,12 @@ struct AxisLoops {
     toFull[axis] = rank - 1;
     full = {k.map(rank, toFull)};
     reduced = {k.map(rank, toReduced)};
+    SmallVector<AffineExpr> at;
+    for (unsigned d = 0; d < rank; ++d)
+      at.push_back(static_cast<int64_t>(d) == axis
+                       ? k.b.getAffineConstantExpr(0)
+                       : k.b.getAffineDimExpr(toFull[d]));
+    kept = AffineMap::get(rank, 0, at, k.b.getContext());
     iterators.assign(rank - 1, kPar);
     iterators.push_back(kRed);
   }
@@ -876,25 +884,17 @@ Value lowerNormalizeGrad(KernelBuilder &k, NormalizeGradOp op) {
 
 Value lowerSoftmaxGrad(KernelBuilder &k, SoftmaxGradOp op) {
   auto type = cast<RankedTensorType>(op.getType());
-  int64_t axis = op.getAxis();
-  AxisLoops l(k, type, axis);
+  AxisLoops l(k, type, op.getAxis());
   Value y = op.getResult(), dy = op.getResultGrad();
+  // Given sums keep the axis, as 1.
   Value dot = op.getDot();
-  AffineMap dotMap = l.reduced[0];
-  if (dot) {
-    // The given sums keep the axis, as 1: read at 0 along it.
-    SmallVector<AffineExpr> at;
-    for (int64_t d = 0, loop = 0; d < type.getRank(); ++d)
-      at.push_back(d == axis ? k.b.getAffineConstantExpr(0)
-                             : k.b.getAffineDimExpr(loop++));
-    dotMap = AffineMap::get(type.getRank(), 0, at, k.b.getContext());
-  } else {
+  AffineMap dotMap = dot ? l.kept : l.reduced[0];
+  if (!dot)
     dot = k.generic1({y, dy}, k.filled(l.reducedShape, 0.0),
                      {l.full[0], l.full[0], l.reduced[0]}, l.iterators,
                      [&](Scalar &s, ValueRange a) {
                        k.yield(s, s.add(a[2], s.mul(a[0], a[1])));
                      });
-  }
   SmallVector<IteratorType> all(type.getRank(), kPar);
   return k.generic1({y, dy, dot}, k.empty(type.getShape()),
                     {l.full[0], l.full[0], dotMap, l.full[0]}, all,
