@@ -19,10 +19,13 @@
 namespace drc {
 
 /// One round's step seconds: programs[i] ran between reference[i] and
-/// reference[i + 1], so reference has one more entry than programs.
+/// reference[i + 1], so reference has one more entry than programs. The
+/// starts, where recorded, are when each step began (steady_clock seconds).
 struct InterleavedRound {
   std::vector<double> reference;
   std::vector<double> programs;
+  std::vector<double> referenceStarts;
+  std::vector<double> programStarts;
 };
 
 /// One program over all rounds.

@@ -43,9 +43,11 @@ options:
                  kernel (REF stays fused): a SPEC given as REF too then
                  reads as the speed-up of fusion
   --tsv FILE     also write every timed step, one per line: round, spec,
-                 role (reference or spec), seconds, and a spec step's
-                 ratio to the reference steps beside it (written
-                 atomically)
+                 role (reference or spec), seconds, a spec step's ratio
+                 to the reference steps beside it, and when the step
+                 began, in seconds of CLOCK_MONOTONIC (the clock of
+                 `perf record -k 1`'s samples; bench/overhead-profile
+                 attributes samples to steps by it) (written atomically)
   --help         this text
 
 exit status: 0 success, 1 failure (e.g. a model diverged),
@@ -87,13 +89,14 @@ public:
   }
 
   /// Seconds of one training step (the batch is drawn before the clock
-  /// starts).
+  /// starts); lastStart() is when it began.
   double step() {
     sampler.trainBatch(spec.train.seed, steps, inputs.data(), targets.data());
     drc::TrainingBuffers buffers{params.data(), grads.data(), adamM.data(),
                                  adamV.data()};
     float lr = static_cast<float>(schedule.at(steps));
     auto began = std::chrono::steady_clock::now();
+    start = std::chrono::duration<double>(began.time_since_epoch()).count();
     drc::StepResult r =
         model->trainStep(buffers, inputs.data(), targets.data(), lr, steps + 1);
     double seconds = secondsSince(began);
@@ -106,6 +109,10 @@ public:
 
   int64_t tokensPerStep() const { return spec.tokensPerStep(); }
 
+  /// When the last step began, in seconds of std::chrono::steady_clock
+  /// (CLOCK_MONOTONIC on Linux).
+  double lastStart() const { return start; }
+
   const std::string path;
 
 private:
@@ -116,6 +123,7 @@ private:
   drc::ParameterBuffer params, grads, adamM, adamV;
   std::vector<int32_t> inputs, targets;
   int64_t steps = 0;
+  double start = 0;
 };
 
 /// One round: REF, SPEC 1, REF, SPEC 2, ..., REF.
@@ -123,10 +131,15 @@ drc::InterleavedRound
 runRound(TimedModel &reference,
          std::vector<std::unique_ptr<TimedModel>> &specs) {
   drc::InterleavedRound round;
-  round.reference.push_back(reference.step());
+  auto stepReference = [&] {
+    round.reference.push_back(reference.step());
+    round.referenceStarts.push_back(reference.lastStart());
+  };
+  stepReference();
   for (auto &spec : specs) {
     round.programs.push_back(spec->step());
-    round.reference.push_back(reference.step());
+    round.programStarts.push_back(spec->lastStart());
+    stepReference();
   }
   return round;
 }
@@ -135,23 +148,28 @@ void writeTsv(const std::string &path,
               const std::vector<drc::InterleavedRound> &rounds,
               const TimedModel &reference,
               const std::vector<std::unique_ptr<TimedModel>> &specs) {
-  std::string text = "round\tspec\trole\tseconds\tratio\n";
+  std::string text = "round\tspec\trole\tseconds\tratio\tstart\n";
   char number[32];
   auto line = [&](size_t round, const std::string &spec, const char *role,
-                  double seconds, double ratio) {
+                  double seconds, double ratio, double start) {
     text += std::to_string(round + 1) + "\t" + spec + "\t" + role;
     std::snprintf(number, sizeof number, "\t%.6f", seconds);
     text += number;
     std::snprintf(number, sizeof number, "\t%.4f", ratio);
     text += ratio > 0 ? number : "\t-";
+    std::snprintf(number, sizeof number, "\t%.6f", start);
+    text += number;
     text += "\n";
   };
   for (size_t r = 0; r < rounds.size(); ++r) {
-    line(r, reference.path, "reference", rounds[r].reference[0], 0);
+    const drc::InterleavedRound &round = rounds[r];
+    line(r, reference.path, "reference", round.reference[0], 0,
+         round.referenceStarts[0]);
     for (size_t i = 0; i < specs.size(); ++i) {
-      line(r, specs[i]->path, "spec", rounds[r].programs[i],
-           drc::neighbourRatio(rounds[r], i));
-      line(r, reference.path, "reference", rounds[r].reference[i + 1], 0);
+      line(r, specs[i]->path, "spec", round.programs[i],
+           drc::neighbourRatio(round, i), round.programStarts[i]);
+      line(r, reference.path, "reference", round.reference[i + 1], 0,
+           round.referenceStarts[i + 1]);
     }
   }
   drc::AtomicFileWriter file(path);
