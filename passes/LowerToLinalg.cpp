@@ -195,14 +195,20 @@ void rowMaps(KernelBuilder &k, unsigned rank, AffineMap &all, AffineMap &row,
   last = k.map(rank, {rank - 1});
 }
 
+/// The map from a rank-r operand's loops, `axis` innermost and the others
+/// in order, to a reduction along `axis` kept at rank r, the axis as 1.
+AffineMap keptAxisMap(KernelBuilder &k, unsigned rank, unsigned axis) {
+  SmallVector<AffineExpr> at;
+  for (unsigned d = 0; d < rank; ++d)
+    at.push_back(d == axis ? k.b.getAffineConstantExpr(0)
+                           : k.b.getAffineDimExpr(d < axis ? d : d - 1));
+  return AffineMap::get(rank, 0, at, k.b.getContext());
+}
+
 /// The map from a rank-r operand's loops to a row reduction's result kept
 /// as [..., 1]: the row's one sum.
 AffineMap keptRowMap(KernelBuilder &k, unsigned rank) {
-  AffineMap all, row, last;
-  rowMaps(k, rank, all, row, last);
-  SmallVector<AffineExpr> exprs(row.getResults());
-  exprs.push_back(getAffineConstantExpr(0, k.b.getContext()));
-  return AffineMap::get(rank, 0, exprs, k.b.getContext());
+  return keptAxisMap(k, rank, rank - 1);
 }
 
 Value lowerRMSNorm(KernelBuilder &k, RMSNormOp op) {
@@ -749,12 +755,7 @@ struct AxisLoops {
     toFull[axis] = rank - 1;
     full = {k.map(rank, toFull)};
     reduced = {k.map(rank, toReduced)};
-    SmallVector<AffineExpr> at;
-    for (unsigned d = 0; d < rank; ++d)
-      at.push_back(static_cast<int64_t>(d) == axis
-                       ? k.b.getAffineConstantExpr(0)
-                       : k.b.getAffineDimExpr(toFull[d]));
-    kept = AffineMap::get(rank, 0, at, k.b.getContext());
+    kept = keptAxisMap(k, rank, axis);
     iterators.assign(rank - 1, kPar);
     iterators.push_back(kRed);
   }
