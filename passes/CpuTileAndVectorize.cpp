@@ -85,15 +85,18 @@ Value packColumnPanels(RewriterBase &rewriter, Location loc, Value b, int64_t k,
 }
 
 /// Offsets of `slice` in the value its chain of unit-stride extract_slices
-/// starts from, and that value.
+/// starts from, or in `root` where the chain passes through it, and that
+/// value.
 std::pair<Value, SmallVector<OpFoldResult>>
-sliceOrigin(RewriterBase &rewriter, Location loc,
-            tensor::ExtractSliceOp slice) {
+sliceOrigin(RewriterBase &rewriter, Location loc, tensor::ExtractSliceOp slice,
+            Value root = {}) {
   SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
   Value source = slice.getSource();
   AffineExpr d0, d1;
   bindDims(rewriter.getContext(), d0, d1);
-  while (auto outer = source.getDefiningOp<tensor::ExtractSliceOp>()) {
+  while (auto outer = source != root
+                          ? source.getDefiningOp<tensor::ExtractSliceOp>()
+                          : tensor::ExtractSliceOp()) {
     for (auto [offset, outerOffset] :
          llvm::zip(offsets, outer.getMixedOffsets()))
       offset = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1,
@@ -437,6 +440,85 @@ struct OverwriteFill : OpRewritePattern<vector::TransferWriteOp> {
   }
 };
 
+/// A plain matmul whose columns no full-width register tile divides (a
+/// SwiGLU width of 688 = 21 x 32 + 16, in its up projections and their
+/// weight gradient) ran every column in the narrower tile that does: 8 x 16
+/// takes nine loads (eight broadcasts of A, one row of B) per eight FMAs,
+/// and the loads, not the FMAs, set its pace. It is split into two matmuls
+/// instead, one over the columns full-width tiles divide, one over the
+/// rest, each writing its columns of the result (a zero-filled result is
+/// filled per part, so each still starts its tiles from zeros). Returns the
+/// matmuls to schedule: the two parts, or `op` unchanged.
+SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
+                                                    linalg::LinalgOp op,
+                                                    int64_t registerColumns) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!isa<linalg::MatmulOp>(op) || ShapedType::isDynamicShape(ranges) ||
+      op->hasAttr(kCausalAttr) || op->getParentOfType<scf::ForallOp>() ||
+      !op.hasPureTensorSemantics())
+    return {op};
+  int64_t m = ranges[0], n = ranges[1], k = ranges[2];
+  int64_t wide = n / registerColumns * registerColumns, rest = n - wide;
+  // Both parts must take register tiles of at least 8 columns, and the
+  // product enough rows to pack B for (scheduleMatmul's fewRows).
+  if (rest == 0 || wide == 0 || rest % 8 != 0 || m < 8 * 8)
+    return {op};
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  bool transposedB =
+      maps[1] ==
+      AffineMap::getMultiDimIdentityMap(3, op.getContext()).getSubMap({1, 2});
+  Location loc = op.getLoc();
+  Value b = op.getDpsInputOperand(1)->get();
+  Value c = op.getDpsInitOperand(0)->get();
+  auto cType = cast<RankedTensorType>(c.getType());
+  auto fill = c.getDefiningOp<linalg::FillOp>();
+  bool freshFill =
+      fill && fill->hasOneUse() &&
+      fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>();
+  rewriter.setInsertionPoint(op);
+  Value result = freshFill ? fill.getDpsInitOperand(0)->get() : c;
+  SmallVector<linalg::LinalgOp> parts;
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  for (auto [offset, width] : {std::pair(int64_t{0}, wide), {wide, rest}}) {
+    OpFoldResult at = rewriter.getIndexAttr(offset),
+                 w = rewriter.getIndexAttr(width),
+                 kk = rewriter.getIndexAttr(k), mm = rewriter.getIndexAttr(m);
+    Value bPart = tensor::ExtractSliceOp::create(
+        rewriter, loc, b,
+        transposedB ? ArrayRef<OpFoldResult>{at, zero}
+                    : ArrayRef<OpFoldResult>{zero, at},
+        transposedB ? ArrayRef<OpFoldResult>{w, kk}
+                    : ArrayRef<OpFoldResult>{kk, w},
+        {one, one});
+    auto partType = RankedTensorType::get({m, width}, cType.getElementType());
+    Value init;
+    if (freshFill)
+      init = linalg::FillOp::create(
+                 rewriter, loc, fill.getInputs()[0],
+                 tensor::EmptyOp::create(rewriter, loc, partType.getShape(),
+                                         partType.getElementType())
+                     .getResult())
+                 .getResult(0);
+    else
+      init = tensor::ExtractSliceOp::create(rewriter, loc, partType, c,
+                                            {zero, at}, {mm, w}, {one, one});
+    auto part = cast<linalg::LinalgOp>(rewriter.clone(*op));
+    rewriter.modifyOpInPlace(part, [&] {
+      part.getDpsInputOperand(1)->set(bPart);
+      part.getDpsInitOperand(0)->set(init);
+      part->getResult(0).setType(partType);
+    });
+    parts.push_back(part);
+    result =
+        tensor::InsertSliceOp::create(rewriter, loc, part->getResult(0), result,
+                                      {zero, at}, {mm, w}, {one, one});
+  }
+  rewriter.replaceOp(op, result);
+  if (freshFill)
+    rewriter.eraseOp(fill);
+  return parts;
+}
+
 /// Schedules a linalg.matmul (loops m, n, k) or linalg.batch_matmul (loops
 /// b, m, n, k): threads over row blocks (or batch entries) unless it already
 /// runs inside a thread-parallel loop (a fused region's tile), a k block for
@@ -540,7 +622,8 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
     OpOperand &operand = *tiled.getDpsInputOperand(1);
     auto slice = operand.get().getDefiningOp<tensor::ExtractSliceOp>();
     rewriter.setInsertionPoint(tileOp);
-    auto [origin, offsets] = sliceOrigin(rewriter, tileOp->getLoc(), slice);
+    auto [origin, offsets] =
+        sliceOrigin(rewriter, tileOp->getLoc(), slice, /*root=*/b);
     if (origin != b)
       return failure();
     if (transposedB)
@@ -1162,7 +1245,10 @@ struct CpuTileAndVectorizePass
       if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
         matmuls.push_back(cast<linalg::LinalgOp>(op));
     });
+    SmallVector<linalg::LinalgOp> split;
     for (linalg::LinalgOp op : matmuls)
+      split.append(splitRemainderColumns(rewriter, op, registerColumns));
+    for (linalg::LinalgOp op : split)
       if (failed(scheduleMatmul(rewriter, op, registerRows, registerColumns))) {
         op->emitError("drc-cpu-tile: could not tile and vectorise this matmul");
         return signalPassFailure();

@@ -113,6 +113,50 @@ func.func @many_rows(%a: tensor<2048x256xf32>, %b: tensor<256x256xf32>, %c: tens
   return %r : tensor<2048x256xf32>
 }
 
+// A SwiGLU up projection, 688 = 21 x 32 + 16 columns: the first 672 run in
+// 8 x 32 register tiles from 32-column panels, the last 16 in 8 x 16 ones,
+// each part starting its tiles from zeros and writing its columns of one
+// result.
+// CHECK-LABEL: func.func @remainder_columns
+// CHECK: %[[WHOLE:.*]] = tensor.empty() : tensor<2048x688xf32>
+// CHECK: tensor<21x256x32xf32>
+// CHECK: scf.forall (%{{.*}}) = (0) to (2048) step (64)
+// CHECK: vector.contract {{.*}} vector<8x32xf32>
+// CHECK: } {drc.kernel_role = "matmul"}
+// CHECK: %[[LEFT:.*]] = tensor.insert_slice %{{.*}} into %[[WHOLE]][0, 0] [2048, 672] [1, 1]
+// CHECK: tensor<1x256x16xf32>
+// CHECK: scf.forall (%{{.*}}) = (0) to (2048) step (64)
+// CHECK: vector.contract {{.*}} vector<8x16xf32>
+// CHECK: } {drc.kernel_role = "matmul"}
+// CHECK: tensor.insert_slice %{{.*}} into %[[LEFT]][0, 672] [2048, 16] [1, 1]
+func.func @remainder_columns(%x: tensor<2048x256xf32>, %w: tensor<256x688xf32>) -> tensor<2048x688xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2048x688xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x688xf32>) -> tensor<2048x688xf32>
+  %r = linalg.matmul ins(%x, %w : tensor<2048x256xf32>, tensor<256x688xf32>)
+      outs(%c : tensor<2048x688xf32>) -> tensor<2048x688xf32>
+  return %r : tensor<2048x688xf32>
+}
+
+// B read [n, k] (a transposed weight) is split by its rows; a result that
+// adds to an initial value adds to each part's columns of it.
+// CHECK-LABEL: func.func @remainder_rows_of_transposed_b
+// CHECK-SAME: (%[[X:.*]]: tensor<2048x256xf32>, %[[W:.*]]: tensor<688x256xf32>, %[[C:.*]]: tensor<2048x688xf32>)
+// CHECK: tensor.extract_slice %[[W]][0, 0] [672, 256] [1, 1]
+// CHECK: tensor.extract_slice %[[C]][0, 0] [2048, 672] [1, 1]
+// CHECK: %[[LEFT:.*]] = tensor.insert_slice %{{.*}} into %[[C]][0, 0] [2048, 672] [1, 1]
+// CHECK: tensor.extract_slice %[[W]][672, 0] [16, 256] [1, 1]
+// CHECK: tensor.extract_slice %[[C]][0, 672] [2048, 16] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} into %[[LEFT]][0, 672] [2048, 16] [1, 1]
+#mk = affine_map<(m, n, k) -> (m, k)>
+#nk = affine_map<(m, n, k) -> (n, k)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @remainder_rows_of_transposed_b(%x: tensor<2048x256xf32>, %w: tensor<688x256xf32>, %c: tensor<2048x688xf32>) -> tensor<2048x688xf32> {
+  %r = linalg.matmul indexing_maps = [#mk, #nk, #mn] ins(%x, %w : tensor<2048x256xf32>, tensor<688x256xf32>)
+      outs(%c : tensor<2048x688xf32>) -> tensor<2048x688xf32>
+  return %r : tensor<2048x688xf32>
+}
+
 // Zeroing attention scores (2M elements) is threaded; a small fill is not.
 // CHECK-LABEL: func.func @fills
 // CHECK: scf.forall (%{{.*}}) = (0) to (32) step (4) shared_outs(%{{.*}}) -> (tensor<32x256x256xf32>)
