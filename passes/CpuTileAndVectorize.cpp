@@ -62,21 +62,28 @@ FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
 /// matmul into panels of `width` columns, [n / width, k, width]: the register
 /// tile's k loop then reads one contiguous row of `width` floats per step
 /// instead of striding n floats, which for n a multiple of 256 maps every
-/// row of a panel to the same few L1 sets.
+/// row of a panel to the same few L1 sets. B read [k, n] is copied row by
+/// row (its loops row, panel, column; threads split the rows), so B is read
+/// once, front to back, not once per panel with a stride of n floats: a
+/// weight gradient's [2048, 256] B packs in 16% fewer samples
+/// (bench/cpu-profile, against an unchanged product's).
 Value packColumnPanels(RewriterBase &rewriter, Location loc, Value b, int64_t k,
                        int64_t n, bool transposed, int64_t width) {
   MLIRContext *ctx = rewriter.getContext();
-  AffineExpr panel = getAffineDimExpr(0, ctx), row = getAffineDimExpr(1, ctx),
+  // Loops (panel, row, column), or (row, panel, column) for B read [k, n].
+  unsigned p = transposed ? 0 : 1, r = transposed ? 1 : 0;
+  AffineExpr panel = getAffineDimExpr(p, ctx), row = getAffineDimExpr(r, ctx),
              column = getAffineDimExpr(2, ctx);
   AffineExpr bColumn = panel * width + column;
   AffineMap read = transposed ? AffineMap::get(3, 0, {bColumn, row}, ctx)
                               : AffineMap::get(3, 0, {row, bColumn}, ctx);
+  AffineMap write = AffineMap::get(3, 0, {panel, row, column}, ctx);
   Value init = tensor::EmptyOp::create(
       rewriter, loc, ArrayRef<int64_t>{n / width, k, width},
       cast<RankedTensorType>(b.getType()).getElementType());
   auto pack = linalg::GenericOp::create(
       rewriter, loc, init.getType(), ValueRange{b}, ValueRange{init},
-      ArrayRef<AffineMap>{read, rewriter.getMultiDimIdentityMap(3)},
+      ArrayRef<AffineMap>{read, write},
       SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
       [](OpBuilder &builder, Location loc, ValueRange args) {
         linalg::YieldOp::create(builder, loc, args[0]);

@@ -103,8 +103,11 @@ func.func @five_rows(%a: tensor<5x64xf32>, %b: tensor<64x256xf32>, %c: tensor<5x
 
 // A projection over 2048 tokens packs B into 32-column panels and threads
 // over row blocks, a loop named a matrix product's (drc-outline-kernels).
+// The pack copies B row by row, threads splitting its rows: each thread
+// reads its rows of B front to back, all 8 panels' parts of them.
 // CHECK-LABEL: func.func @many_rows
-// CHECK: tensor<8x256x32xf32>
+// CHECK: scf.forall (%{{.*}}) = (0) to (256) step (32) shared_outs(%{{.*}}) -> (tensor<8x256x32xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<32x256xf32>) outs(%{{.*}} : tensor<8x32x32xf32>)
 // CHECK: scf.forall (%{{.*}}) = (0) to (2048) step (64)
 // CHECK: vector.contract
 // CHECK: } {drc.kernel_role = "matmul"}
