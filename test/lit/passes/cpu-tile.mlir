@@ -142,11 +142,16 @@ func.func @remainder_columns(%x: tensor<2048x256xf32>, %w: tensor<256x688xf32>) 
 }
 
 // B read [n, k] (a transposed weight) is split by its rows; a result that
-// adds to an initial value adds to each part's columns of it.
+// adds to an initial value adds to each part's columns of it. Each panel of
+// B read [n, k] is its [32, k] slab transposed, in 16 x 16 squares
+// (shuffles in registers), a thread's loop over the panels.
 // CHECK-LABEL: func.func @remainder_rows_of_transposed_b
 // CHECK-SAME: (%[[X:.*]]: tensor<2048x256xf32>, %[[W:.*]]: tensor<688x256xf32>, %[[C:.*]]: tensor<2048x688xf32>)
-// CHECK: tensor.extract_slice %[[W]][0, 0] [672, 256] [1, 1]
+// CHECK: %[[LEFTW:.*]] = tensor.extract_slice %[[W]][0, 0] [672, 256] [1, 1]
 // CHECK: tensor.extract_slice %[[C]][0, 0] [2048, 672] [1, 1]
+// CHECK: tensor.expand_shape %[[LEFTW]] {{\[\[}}0, 1], [2]] output_shape [21, 32, 256]
+// CHECK: scf.forall (%{{.*}}) in (21) shared_outs(%{{.*}}) -> (tensor<21x256x32xf32>)
+// CHECK: vector.shuffle
 // CHECK: %[[LEFT:.*]] = tensor.insert_slice %{{.*}} into %[[C]][0, 0] [2048, 672] [1, 1]
 // CHECK: tensor.extract_slice %[[W]][672, 0] [16, 256] [1, 1]
 // CHECK: tensor.extract_slice %[[C]][0, 672] [2048, 16] [1, 1]
