@@ -373,6 +373,25 @@ void narrowCausalLoops(RewriterBase &rewriter, StringRef causal,
     bound(kLoop, m0 - kb, /*upper=*/false);
 }
 
+/// Whether a plain matmul reads B [n, k] (its indexing map (m, n, k) ->
+/// (n, k)) rather than [k, n].
+bool readsBTransposed(linalg::LinalgOp op) {
+  return op.getIndexingMapsArray()[1] ==
+         AffineMap::getMultiDimIdentityMap(3, op.getContext())
+             .getSubMap({1, 2});
+}
+
+/// The fill that `op`'s result starts from, when nothing else reads it and
+/// it fills a fresh tensor (so the result's first value is the fill's
+/// alone); null otherwise.
+linalg::FillOp freshFillOf(linalg::LinalgOp op) {
+  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill->hasOneUse() ||
+      !fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>())
+    return {};
+  return fill;
+}
+
 /// The zero fill `op` (a matmul) starts from, when every element of its
 /// result is computed by a register tile over the whole k range: no k
 /// block (which would add to the previous block's sums) and not a causal
@@ -383,10 +402,8 @@ linalg::FillOp zeroStart(linalg::LinalgOp op, bool kBlocked) {
   auto causal = op->getAttrOfType<StringAttr>(kCausalAttr);
   if (kBlocked || (causal && causal.getValue() == "output"))
     return {};
-  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
-  if (!fill || !fill->hasOneUse() ||
-      !fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>() ||
-      !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+  linalg::FillOp fill = freshFillOf(op);
+  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
     return {};
   return fill;
 }
@@ -493,26 +510,20 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
   // product enough rows to pack B for (scheduleMatmul's fewRows).
   if (rest == 0 || wide == 0 || rest % 8 != 0 || m < 8 * 8)
     return {op};
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  bool transposedB =
-      maps[1] ==
-      AffineMap::getMultiDimIdentityMap(3, op.getContext()).getSubMap({1, 2});
+  bool transposedB = readsBTransposed(op);
   Location loc = op.getLoc();
   Value b = op.getDpsInputOperand(1)->get();
   Value c = op.getDpsInitOperand(0)->get();
   auto cType = cast<RankedTensorType>(c.getType());
-  auto fill = c.getDefiningOp<linalg::FillOp>();
-  bool freshFill =
-      fill && fill->hasOneUse() &&
-      fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>();
+  linalg::FillOp fill = freshFillOf(op);
   rewriter.setInsertionPoint(op);
-  Value result = freshFill ? fill.getDpsInitOperand(0)->get() : c;
+  Value result = fill ? fill.getDpsInitOperand(0)->get() : c;
   SmallVector<linalg::LinalgOp> parts;
-  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1),
+               kk = rewriter.getIndexAttr(k), mm = rewriter.getIndexAttr(m);
   for (auto [offset, width] : {std::pair(int64_t{0}, wide), {wide, rest}}) {
     OpFoldResult at = rewriter.getIndexAttr(offset),
-                 w = rewriter.getIndexAttr(width),
-                 kk = rewriter.getIndexAttr(k), mm = rewriter.getIndexAttr(m);
+                 w = rewriter.getIndexAttr(width);
     Value bPart = tensor::ExtractSliceOp::create(
         rewriter, loc, b,
         transposedB ? ArrayRef<OpFoldResult>{at, zero}
@@ -522,7 +533,7 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
         {one, one});
     auto partType = RankedTensorType::get({m, width}, cType.getElementType());
     Value init;
-    if (freshFill)
+    if (fill)
       init = linalg::FillOp::create(
                  rewriter, loc, fill.getInputs()[0],
                  tensor::EmptyOp::create(rewriter, loc, partType.getShape(),
@@ -544,7 +555,7 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
                                       {zero, at}, {mm, w}, {one, one});
   }
   rewriter.replaceOp(op, result);
-  if (freshFill)
+  if (fill)
     rewriter.eraseOp(fill);
   return parts;
 }
@@ -589,10 +600,7 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   // A plain matmul's B is read [k, n], or [n, k] through its indexing map.
   Value b = op.getDpsInputOperand(1)->get();
   Value panels;
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  bool transposedB =
-      maps[1] ==
-      AffineMap::getMultiDimIdentityMap(3, op.getContext()).getSubMap({1, 2});
+  bool transposedB = readsBTransposed(op);
   // Packing copies all of B once; it pays when each panel is then read by
   // many row tiles. With few rows (a coefficient projection's weight
   // gradient, m = n² + 2n summed over 2048 tokens) the copy costs more
