@@ -14,6 +14,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/JITEventListener.h"
@@ -190,6 +191,14 @@ static std::string programBytes(ModuleOp program) {
   return bytes;
 }
 
+/// Whether `name` is a kernel's step (drc-outline-kernels' kernelN_stepM,
+/// kernelN_PART_stepM).
+static bool isStep(StringRef name) {
+  size_t at = name.rfind("_step");
+  return at != StringRef::npos && at + 5 < name.size() &&
+         llvm::all_of(name.substr(at + 5), llvm::isDigit);
+}
+
 FailureOr<std::unique_ptr<CpuJit>>
 CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
   static bool initialised = [] {
@@ -221,9 +230,18 @@ CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
 
   // One part per core, at most 8.
   unsigned parts = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  // DRC_PERF_STEPS keeps a fused region's steps out of the loops that call
+  // them (LLVM inlines the small ones), so that a profile names each step.
+  bool separateSteps = getenv("DRC_PERF_STEPS") != nullptr;
+  // The program is the key's first part; what else changes the objects
+  // follows it, after a NUL.
   std::string key = programBytes(program); // empty: no program entry
-  if (!key.empty())
-    key += gpuLoops ? "\0gpu-loops" : "\0cpu";
+  if (!key.empty()) {
+    key += '\0';
+    key += gpuLoops ? "gpu-loops" : "cpu";
+    if (separateSteps)
+      key += " separate-steps";
+  }
   ObjectCache programCache = ObjectCache::forProgram(key, **machine, parts);
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects =
       programCache.load();
@@ -255,6 +273,10 @@ CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
         fn->addFnAttr(llvm::Attribute::OptimizeNone);
         fn->addFnAttr(llvm::Attribute::NoInline);
       }
+    if (separateSteps)
+      for (llvm::Function &fn : *module)
+        if (!fn.isDeclaration() && isStep(fn.getName()))
+          fn.addFnAttr(llvm::Attribute::NoInline);
     ObjectCache moduleCache = ObjectCache::forModule(*module, **machine, parts);
     objects = moduleCache.load();
     fromCache = !objects.empty();
