@@ -3,6 +3,7 @@
 #include "codegen/CpuPipeline.h"
 #include "codegen/ObjectCache.h"
 #include "codegen/ScratchPool.h"
+#include "passes/KernelRole.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,7 +15,6 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/JITEventListener.h"
@@ -191,14 +191,6 @@ static std::string programBytes(ModuleOp program) {
   return bytes;
 }
 
-/// Whether `name` is a kernel's step (drc-outline-kernels' kernelN_stepM,
-/// kernelN_PART_stepM).
-static bool isStep(StringRef name) {
-  size_t at = name.rfind("_step");
-  return at != StringRef::npos && at + 5 < name.size() &&
-         llvm::all_of(name.substr(at + 5), llvm::isDigit);
-}
-
 FailureOr<std::unique_ptr<CpuJit>>
 CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
   static bool initialised = [] {
@@ -275,7 +267,7 @@ CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
       }
     if (separateSteps)
       for (llvm::Function &fn : *module)
-        if (!fn.isDeclaration() && isStep(fn.getName()))
+        if (!fn.isDeclaration() && isKernelStepName(fn.getName()))
           fn.addFnAttr(llvm::Attribute::NoInline);
     ObjectCache moduleCache = ObjectCache::forModule(*module, **machine, parts);
     objects = moduleCache.load();

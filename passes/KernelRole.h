@@ -12,6 +12,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <string>
 
 namespace mlir::drc {
 
@@ -24,6 +27,19 @@ inline constexpr llvm::StringLiteral kFusedRole = "fused";
 inline constexpr llvm::StringLiteral kAttentionRole = "attention";
 /// A matrix product's row blocks or batch entries (drc-cpu-tile).
 inline constexpr llvm::StringLiteral kMatmulRole = "matmul";
+
+/// The name of step `index` of `kernel` (drc-outline-kernels outlines each
+/// loop nest of a parallel loop's iteration as a step: kernelN_PART_stepM).
+inline std::string kernelStepName(llvm::StringRef kernel, size_t index) {
+  return (kernel + "_step" + llvm::Twine(index)).str();
+}
+
+/// Whether `name` is a kernel step's (kernelStepName).
+inline bool isKernelStepName(llvm::StringRef name) {
+  size_t at = name.rfind("_step");
+  return at != llvm::StringRef::npos && at + 5 < name.size() &&
+         llvm::all_of(name.substr(at + 5), llvm::isDigit);
+}
 
 inline void setKernelRole(Operation *loop, llvm::StringRef role) {
   loop->setAttr(kKernelRoleAttr,

@@ -132,8 +132,7 @@ struct OutlineKernelsPass
       for (auto forall : kernel.getBody().front().getOps<scf::ForallOp>()) {
         SmallVector<Operation *> steps = nestsIn(*forall.getBody());
         for (auto [index, op] : llvm::enumerate(steps))
-          outline(rewriter, op,
-                  (kernel.getSymName() + "_step" + std::to_string(index)).str(),
+          outline(rewriter, op, kernelStepName(kernel.getSymName(), index),
                   kernelsByBody, [](func::FuncOp) {});
       }
     };
