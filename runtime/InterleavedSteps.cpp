@@ -48,11 +48,4 @@ summarizeInterleaved(const std::vector<InterleavedRound> &rounds) {
   return out;
 }
 
-double medianReferenceSeconds(const std::vector<InterleavedRound> &rounds) {
-  std::vector<double> all;
-  for (const InterleavedRound &round : rounds)
-    all.insert(all.end(), round.reference.begin(), round.reference.end());
-  return median(all);
-}
-
 } // namespace drc

@@ -2,12 +2,10 @@
 //
 // On a shared machine a program's speed drifts by 10% within minutes, so two
 // programs timed one after the other differ by more than the effect being
-// measured. drc-time therefore interleaves them step by step: each round
-// times one step of a reference program, then one of the first program, one
-// of the reference, the next program, ..., and the reference again. A
-// program's ratio in a round is its step time over the mean of the two
-// reference steps beside it (a second or so apart); its summary is the median
-// over rounds, with the range.
+// measured. drc-time therefore interleaves them step by step with a
+// reference program: a program's ratio in a round is its step time over the
+// mean of the two reference steps beside it (a second or so apart); its
+// summary is the median over rounds, with the range.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DRC_RUNTIME_INTERLEAVEDSTEPS_H
@@ -46,9 +44,6 @@ double median(std::vector<double> values);
 /// programs). Throws drc::Error for rounds of the wrong shape.
 std::vector<StepRatio>
 summarizeInterleaved(const std::vector<InterleavedRound> &rounds);
-
-/// The reference's median over every reference step of `rounds`.
-double medianReferenceSeconds(const std::vector<InterleavedRound> &rounds);
 
 } // namespace drc
 

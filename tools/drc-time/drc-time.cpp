@@ -24,15 +24,17 @@ const char *const kHelp =
 
 Compiles the model specs REF and SPEC... (docs/spec.md) for this CPU and
 times their training steps interleaved in one process: after the warm-up
-rounds, every round times one step of REF, then one of the first SPEC, one
-of REF, the next SPEC, ..., and one of REF again. A SPEC's ratio in a round
-is its step time over the mean of the two REF steps beside it, a second or
-so apart, so the drift of a shared machine's speed over minutes cancels.
-Prints, per SPEC, the median step time, tokens/s, and the median ratio with
-its range over rounds; give REF again as a SPEC to see the noise that is
-left (its ratio should read 1.00x). Every model trains from its own
-initialisation on the same batches (one per step, [train] seed) with its
-[train] lr schedule over the steps it takes here; progress goes to stderr.
+rounds, every round steps REF, then for each SPEC in turn: SPEC (untimed),
+REF, SPEC, REF. A SPEC's ratio in a round is its timed step over the mean of
+the two REF steps beside it, a second or so apart, so the drift of a shared
+machine's speed over minutes cancels; its untimed step before them means it
+last ran two steps before, as REF did, so neither finds more of its buffers
+still in cache. Prints, per SPEC, the median step time, tokens/s, and the
+median ratio with its range over rounds; give REF again as a SPEC to see the
+noise that is left (its ratio should read 1.00x). Every model trains from
+its own initialisation on the same batches (one per step, [train] seed)
+with its [train] lr schedule over the steps it takes here; progress goes to
+stderr.
 
 options:
   --data DIR     corpus directory with one subdirectory per domain
@@ -126,26 +128,44 @@ private:
   double start = 0;
 };
 
-/// One round: REF, SPEC 1, REF, SPEC 2, ..., REF.
-drc::InterleavedRound
-runRound(TimedModel &reference,
-         std::vector<std::unique_ptr<TimedModel>> &specs) {
-  drc::InterleavedRound round;
+/// Every step of a round, in the order it ran: REF, then for each SPEC
+/// (untimed), REF, SPEC, REF. specs[i] holds SPEC i's timed step between
+/// its two reference steps.
+struct Round {
+  std::vector<double> reference, referenceStarts;
+  std::vector<drc::InterleavedRound> specs;
+};
+
+/// One round. Without the untimed steps, rounds of REF, SPEC 1, REF,
+/// SPEC 2, ..., REF read every SPEC about 2% slow, its previous step 2k
+/// steps before its own and REF's 2: Pre-LN against four copies of itself
+/// gave 12 ratios from 1.005x to 1.043x, mean 1.019x, in 3 runs of 30 to 60
+/// rounds (against one copy: 0.997x). With them: 8 ratios from 0.956x to
+/// 1.026x, mean 1.000x, in runs of 30 and 60 rounds.
+Round runRound(TimedModel &reference,
+               std::vector<std::unique_ptr<TimedModel>> &specs) {
+  Round round;
   auto stepReference = [&] {
     round.reference.push_back(reference.step());
     round.referenceStarts.push_back(reference.lastStart());
   };
   stepReference();
   for (auto &spec : specs) {
-    round.programs.push_back(spec->step());
-    round.programStarts.push_back(spec->lastStart());
+    spec->step();
     stepReference();
+    drc::InterleavedRound timed;
+    timed.programs = {spec->step()};
+    timed.programStarts = {spec->lastStart()};
+    stepReference();
+    size_t last = round.reference.size() - 1;
+    timed.reference = {round.reference[last - 1], round.reference[last]};
+    round.specs.push_back(std::move(timed));
   }
   return round;
 }
 
-void writeTsv(const std::string &path,
-              const std::vector<drc::InterleavedRound> &rounds,
+/// Every timed step, in the order it ran.
+void writeTsv(const std::string &path, const std::vector<Round> &rounds,
               const TimedModel &reference,
               const std::vector<std::unique_ptr<TimedModel>> &specs) {
   std::string text = "round\tspec\trole\tseconds\tratio\tstart\n";
@@ -162,14 +182,18 @@ void writeTsv(const std::string &path,
     text += "\n";
   };
   for (size_t r = 0; r < rounds.size(); ++r) {
-    const drc::InterleavedRound &round = rounds[r];
-    line(r, reference.path, "reference", round.reference[0], 0,
-         round.referenceStarts[0]);
+    const Round &round = rounds[r];
+    auto referenceLine = [&](size_t i) {
+      line(r, reference.path, "reference", round.reference[i], 0,
+           round.referenceStarts[i]);
+    };
+    referenceLine(0);
     for (size_t i = 0; i < specs.size(); ++i) {
-      line(r, specs[i]->path, "spec", round.programs[i],
-           drc::neighbourRatio(round, i), round.programStarts[i]);
-      line(r, reference.path, "reference", round.reference[i + 1], 0,
-           round.referenceStarts[i + 1]);
+      const drc::InterleavedRound &timed = round.specs[i];
+      referenceLine(2 * i + 1);
+      line(r, specs[i]->path, "spec", timed.programs[0],
+           drc::neighbourRatio(timed, 0), timed.programStarts[0]);
+      referenceLine(2 * i + 2);
     }
   }
   drc::AtomicFileWriter file(path);
@@ -195,8 +219,10 @@ int timeMain(int argc, char **argv) {
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(first.model.vocab));
   drc::HostCompiler compiler;
-  int64_t specSteps = warmup + rounds;
-  int64_t referenceSteps = specSteps * static_cast<int64_t>(paths.size());
+  int64_t allRounds = warmup + rounds;
+  int64_t specSteps = 2 * allRounds;
+  int64_t referenceSteps =
+      (2 * static_cast<int64_t>(paths.size() - 1) + 1) * allRounds;
   TimedModel reference(compiler, paths[0], true, corpus, referenceSteps);
   std::vector<std::unique_ptr<TimedModel>> specs;
   for (size_t i = 1; i < paths.size(); ++i)
@@ -209,7 +235,7 @@ int timeMain(int argc, char **argv) {
   progressOptions.label = "round";
   progressOptions.rateUnit = "";
   drc::ProgressLine progress(stderr, rounds, progressOptions);
-  std::vector<drc::InterleavedRound> timed;
+  std::vector<Round> timed;
   for (int64_t r = 0; r < rounds; ++r) {
     timed.push_back(runRound(reference, specs));
     progress.update(r + 1, 0, "");
@@ -218,8 +244,18 @@ int timeMain(int argc, char **argv) {
   if (tsv)
     writeTsv(*tsv, timed, reference, specs);
 
-  std::vector<drc::StepRatio> ratios = drc::summarizeInterleaved(timed);
-  double refSeconds = drc::medianReferenceSeconds(timed);
+  std::vector<drc::StepRatio> ratios;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::vector<drc::InterleavedRound> ofSpec;
+    for (const Round &round : timed)
+      ofSpec.push_back(round.specs[i]);
+    ratios.push_back(drc::summarizeInterleaved(ofSpec).front());
+  }
+  std::vector<double> referenceSeconds;
+  for (const Round &round : timed)
+    referenceSeconds.insert(referenceSeconds.end(), round.reference.begin(),
+                            round.reference.end());
+  double refSeconds = drc::median(referenceSeconds);
   std::printf("%lld rounds; step time: median over rounds; ratio: the step "
               "over the mean of the %s steps beside it, median (range)\n",
               static_cast<long long>(rounds), reference.path.c_str());
