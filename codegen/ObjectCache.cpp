@@ -17,7 +17,9 @@
 using namespace mlir::drc;
 
 /// Changes whenever CpuJit compiles the same IR differently.
-static constexpr const char *kRecipe = "O3 per part, no post-RA scheduler v4";
+static constexpr const char *kRecipe =
+    "O3 per part, float sums without reassoc for codegen, no post-RA scheduler "
+    "v5";
 
 /// A module entry: the magic, the number of objects, then each object's
 /// size (8 bytes, little-endian) and bytes.
