@@ -96,8 +96,10 @@ ObjectCache ObjectCache::forProgram(llvm::StringRef program,
   std::optional<std::string> executable = executableFingerprint();
   if (program.empty() || !executable)
     return ObjectCache("");
-  return ObjectCache(entryPath((program + "\0" + *executable).str(), machine,
-                               parts, "program"));
+  std::string key = program.str();
+  key += '\0';
+  key += *executable;
+  return ObjectCache(entryPath(std::move(key), machine, parts, "program"));
 }
 
 /// Writes `path` atomically (a temporary file renamed over it); on any
