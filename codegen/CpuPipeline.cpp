@@ -27,8 +27,10 @@ using namespace mlir;
 /// outer products (no canonicalization after that: it would scalarise the
 /// accumulator) and everything to the LLVM dialect. drc-outline-kernels runs
 /// between the two halves. Thread-parallel loops (scf.forall) become OpenMP
-/// worksharing loops with a static schedule, so results do not depend on
-/// the thread count. Memref lowering precedes scf-to-cf because the OpenMP
+/// worksharing loops with a static schedule, but a large fused region's
+/// tiles go to whichever thread is free (drc-balance-fused-tiles); either
+/// way each iteration writes its own results, so they do not depend on the
+/// thread count. Memref lowering precedes scf-to-cf because the OpenMP
 /// conversion wraps loop bodies in memref.alloca_scope, which must still be
 /// a single block when it is lowered. Allocations go through the generic
 /// functions, which the JIT binds to ScratchPool. Up to the outlining,
@@ -45,8 +47,9 @@ static constexpr const char *kBufferize =
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=4096 "
     "max-rank-of-allocated-memref=4}),"
     "func.func(drc-free-buffers,cse,canonicalize)";
+static constexpr const char *kToOpenMP =
+    "scf-forall-to-parallel,convert-scf-to-openmp";
 static constexpr const char *kToLLVM =
-    "scf-forall-to-parallel,convert-scf-to-openmp,"
     "func.func(convert-linalg-to-loops),"
     "func.func(convert-vector-to-scf{full-unroll=true}),"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
@@ -76,7 +79,8 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops) {
   if (gpuLoops) {
     buildGpuLoopsPipeline(pm);
     pm.addPass(createOutlineKernels());
-    if (failed(parsePassPipeline(kToLLVM, pm)))
+    if (failed(parsePassPipeline(kToOpenMP, pm)) ||
+        failed(parsePassPipeline(kToLLVM, pm)))
       llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
     return;
   }
@@ -87,6 +91,9 @@ void mlir::drc::buildCpuCodegenPipeline(OpPassManager &pm, bool gpuLoops) {
   pm.addPass(createCopiesToLinalg());
   pm.addPass(createOutlineKernels());
   pm.addPass(createMarkNoAlias());
+  if (failed(parsePassPipeline(kToOpenMP, pm)))
+    llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
+  pm.addPass(createBalanceFusedTiles());
   if (failed(parsePassPipeline(kToLLVM, pm)))
     llvm::report_fatal_error("drc: the built-in CPU pipeline does not parse");
 }

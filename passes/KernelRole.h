@@ -41,6 +41,11 @@ inline bool isKernelStepName(llvm::StringRef name) {
          llvm::all_of(name.substr(at + 5), llvm::isDigit);
 }
 
+/// Whether a kernel named `name` by drc-outline-kernels computes `role`.
+inline bool isKernelOfRole(llvm::StringRef name, llvm::StringRef role) {
+  return name.consume_back(role) && name.ends_with("_");
+}
+
 inline void setKernelRole(Operation *loop, llvm::StringRef role) {
   loop->setAttr(kKernelRoleAttr,
                 Builder(loop->getContext()).getStringAttr(role));
