@@ -41,7 +41,14 @@ inline bool isKernelStepName(llvm::StringRef name) {
          llvm::all_of(name.substr(at + 5), llvm::isDigit);
 }
 
-/// Whether a kernel named `name` by drc-outline-kernels computes `role`.
+/// The name drc-outline-kernels gives kernel `kernel` whose loop computes
+/// `role`: `train_step_kernel12` + `fused` -> `train_step_kernel12_fused`.
+inline std::string kernelRoleName(llvm::StringRef kernel,
+                                  llvm::StringRef role) {
+  return (kernel + "_" + role).str();
+}
+
+/// Whether a kernel named `name` (kernelRoleName) computes `role`.
 inline bool isKernelOfRole(llvm::StringRef name, llvm::StringRef role) {
   return name.consume_back(role) && name.ends_with("_");
 }

@@ -143,7 +143,7 @@ struct OutlineKernelsPass
         std::string name =
             (fn.getSymName() + "_kernel" + std::to_string(index)).str();
         if (auto role = op->getAttrOfType<StringAttr>(kKernelRoleAttr))
-          name += ("_" + role.getValue()).str();
+          name = kernelRoleName(name, role.getValue());
         outline(rewriter, op, name, kernelsByBody, outlineSteps);
       }
     }
