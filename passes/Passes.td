@@ -95,7 +95,7 @@ def FuseTokenLocal : Pass<"drc-fuse-token-local", "::mlir::ModuleOp"> {
            "saving them, where that is cheaper">,
     Option<"tileTokens", "tile-tokens", "int64_t", "0",
            "Tokens per tile (0: the most, up to 64, whose largest per-tile "
-           "value fits in 64 KiB)">,
+           "value fits in 64 KiB, or, up to 16 tokens, in 512 KiB)">,
   ];
   let dependentDialects = ["::mlir::drc::DrcDialect"];
 }
