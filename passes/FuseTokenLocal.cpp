@@ -76,11 +76,11 @@ int64_t pickTile(int64_t widest, const TokenAnalysis &a) {
   return tile;
 }
 
-/// The tokens per tile of region `ops`: the pass's tile-tokens option, or
-/// pickTile's when it is 0.
-int64_t regionTile(ArrayRef<Operation *> ops, const TokenAnalysis &a,
-                   int64_t tileTokens) {
-  return tileTokens ? tileTokens : pickTile(widestPerToken(ops, a), a);
+/// The tokens per tile of a region whose widest per-token value is
+/// `widest` (widestPerToken): the pass's tile-tokens option, or pickTile's
+/// when it is 0.
+int64_t regionTile(int64_t widest, const TokenAnalysis &a, int64_t tileTokens) {
+  return tileTokens ? tileTokens : pickTile(widest, a);
 }
 
 /// The per-tile partial sums of a region's parts are at most this fraction
@@ -628,7 +628,7 @@ void recomputeSavedValues(func::FuncOp fn, const TokenAnalysis &a,
       for (auto [op, home] : regionOf)
         if (home == region)
           ops.push_back(op);
-      at->second = regionTile(ops, a, tileTokens);
+      at->second = regionTile(widestPerToken(ops, a), a, tileTokens);
     }
     return at->second;
   };
@@ -730,7 +730,7 @@ struct FuseTokenLocalPass
       if (ops.size() < 2)
         continue;
       int64_t widest = widestPerToken(ops, a);
-      int64_t tile = regionTile(ops, a, tileTokens);
+      int64_t tile = regionTile(widest, a, tileTokens);
       fuse(ops, tokenSums(ops, a, widest, tile), a, tile, builder);
     }
     return success();
