@@ -185,9 +185,14 @@ FailureOr<StaticValues> modelStatics(MLIRContext &context, const Scheme &scheme,
     else if (isa<BoolAttr>(current) || o.kind == Kind::Boolean)
       return emitError(at) << "[residual] " << o.name << " must be a "
                            << (isa<BoolAttr>(current) ? "boolean" : "number");
-    else if (isa<IntegerAttr>(current) && o.kind == Kind::Integer)
+    else if (isa<IntegerAttr>(current) && o.kind == Kind::Integer) {
+      auto least = dyn_cast_if_present<IntegerAttr>(scheme.optionMin.get(name));
+      if (least && o.integer < least.getInt())
+        return emitError(at) << "[residual] " << o.name << " = " << o.integer
+                             << " is below the least value scheme "
+                             << scheme.name << " allows, " << least.getInt();
       statics[name] = b.getIndexAttr(o.integer);
-    else if (isa<FloatAttr>(current))
+    } else if (isa<FloatAttr>(current))
       statics[name] = b.getF64FloatAttr(
           o.kind == Kind::Number ? o.number : double(o.integer));
     else

@@ -38,6 +38,29 @@ FailureOr<Scheme> Scheme::load(MLIRContext &context, StringRef path,
       return (*module)->emitError()
              << "option '" << option.getName().getValue()
              << "' must default to an integer, a float or a boolean";
+  Attribute least = (*module)->getAttr("drc.option_min");
+  if (least && !isa<DictionaryAttr>(least))
+    return (*module)->emitError()
+           << "drc.option_min must be a dictionary of integer options' "
+              "least values, e.g. {streams = 1}";
+  scheme.optionMin =
+      least ? cast<DictionaryAttr>(least) : DictionaryAttr::get(&context);
+  for (NamedAttribute bound : scheme.optionMin) {
+    auto value = dyn_cast<IntegerAttr>(bound.getValue());
+    auto option =
+        dyn_cast_if_present<IntegerAttr>(scheme.options.get(bound.getName()));
+    if (!value || isa<BoolAttr>(bound.getValue()) || !option ||
+        isa<BoolAttr>(scheme.options.get(bound.getName())))
+      return (*module)->emitError()
+             << "drc.option_min gives '" << bound.getName().getValue()
+             << "' a least value, but only an integer option of drc.options "
+                "(with an integer default) may have one";
+    if (option.getInt() < value.getInt())
+      return (*module)->emitError()
+             << "option '" << bound.getName().getValue() << "' defaults to "
+             << option.getInt() << ", below its least value " << value.getInt()
+             << " (drc.option_min)";
+  }
   for (StringRef required : {"read", "write"})
     if (!module->lookupSymbol<func::FuncOp>(required))
       return (*module)->emitError()
@@ -319,6 +342,14 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     }
     Type type = stat.getType();
     TypedAttr typed;
+    if (type.isIndex() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value) &&
+        cast<IntegerAttr>(value).getInt() < 0)
+      // Index arithmetic is unsigned (arith.divui, arith.remui): a negative
+      // count or size would wrap around.
+      return op.emitError() << "'" << name.getValue() << "' is "
+                            << cast<IntegerAttr>(value).getInt()
+                            << ", which cannot be read as an index (a count "
+                               "or size, never negative)";
     if (type.isIndex() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value))
       typed = b.getIndexAttr(cast<IntegerAttr>(value).getInt());
     else if (type.isF64() && isa<FloatAttr>(value))

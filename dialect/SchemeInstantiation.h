@@ -42,6 +42,9 @@ struct Scheme {
   OwningOpRef<ModuleOp> module;
   /// `drc.options` of the module: each option's default value.
   DictionaryAttr options;
+  /// `drc.option_min` of the module: the least value of some integer
+  /// options (a spec's smaller value is an error at its line).
+  DictionaryAttr optionMin;
   /// Name or path, for messages.
   std::string name;
 

@@ -7,7 +7,7 @@
 //   write   H <- A_rᵀ H + β f_kᵀ
 //   readout h_out = Σ_i H_i
 //   static  with dynamic = false, A = A⁰ and β = 1 (shared by all tokens)
-module attributes {drc.options = {streams = 4, dynamic = true}} {
+module attributes {drc.options = {streams = 4, dynamic = true}, drc.option_min = {streams = 1}} {
   func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %n = drc.static "streams" : index
     %one = arith.constant 1.0 : f32

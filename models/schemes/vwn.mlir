@@ -16,7 +16,7 @@
 //           G_j = W_M [a_j ; c_j], a = RMSNorm_{γ_H}(vec H), c = RMSNorm_{γ_E}(e(x_{t+1})),
 //           W_M = [w_m_h | w_m_e] ∈ ℝ^{d_b×2d_b}; then one VWN layer, GN, W_red and
 //           final norm of its own and the shared W_U; loss L + mtp_weight·L_MTP
-module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true, factorised = true, mtp = false, mtp_weight = 0.3}} {
+module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true, factorised = true, mtp = false, mtp_weight = 0.3}, drc.option_min = {m = 1, n = 1}} {
   func.func @embed(%ids: tensor<?xi32>) -> tensor<?x?x?xf32> {
     %vocab = drc.static "vocab" : index
     %d = drc.static "d" : index
