@@ -341,7 +341,7 @@ def Drc_CenterOp : Drc_DiffOp<"center", [SameOperandsAndResultType]> {
 // (`drc.static`) and tensors have dynamic (?) dimensions. Instantiation
 // (dialect/SchemeInstantiation.h) evaluates the compile-time values, gives
 // every tensor its static type and declares the weights as drc.param; these
-// two ops never survive it.
+// ops never survive it.
 //===----------------------------------------------------------------------===//
 
 def Drc_StaticOp : Drc_Op<"static", [Pure]> {
@@ -359,6 +359,21 @@ def Drc_StaticOp : Drc_Op<"static", [Pure]> {
   let arguments = (ins StrAttr:$name);
   let results = (outs AnyTypeOf<[Index, F64, I1]>:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Drc_RequireOp : Drc_Op<"require"> {
+  let summary = "a condition on a scheme's compile-time values";
+  let description = [{
+    Instantiation evaluates `condition`, an `i1` compile-time value, and
+    where it is false stops with `message` as the error at this op, each
+    `{name}` in it replaced by that compile-time value (an option, `d`,
+    `k`, ...). VWN's segments need m to divide d_model:
+    ```mlir
+    drc.require %divides, "m = {m} must divide d_model = {d}"
+    ```
+  }];
+  let arguments = (ins I1:$condition, StrAttr:$message);
+  let assemblyFormat = "$condition `,` $message attr-dict";
 }
 
 def Drc_EyeOp : Drc_Op<"eye", [Pure, AttrSizedOperandSegments]> {

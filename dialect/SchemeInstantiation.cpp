@@ -88,6 +88,37 @@ Attribute constantOf(Value v) {
   return {};
 }
 
+/// `message` with each `{name}` of a compile-time value replaced by that
+/// value (names it does not know stay as they are).
+std::string describeStatics(StringRef message, const StaticValues &statics) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  while (!message.empty()) {
+    size_t open = message.find('{');
+    size_t close = message.find('}', open);
+    if (open == StringRef::npos || close == StringRef::npos) {
+      os << message;
+      break;
+    }
+    os << message.take_front(open);
+    StringRef name = message.slice(open + 1, close);
+    Attribute value;
+    for (auto &[known, v] : statics)
+      if (known.getValue() == name)
+        value = v;
+    if (auto flag = dyn_cast_if_present<BoolAttr>(value))
+      os << (flag.getValue() ? "true" : "false");
+    else if (auto integer = dyn_cast_if_present<IntegerAttr>(value))
+      os << integer.getInt();
+    else if (auto number = dyn_cast_if_present<FloatAttr>(value))
+      os << number.getValueAsDouble();
+    else
+      os << message.slice(open, close + 1);
+    message = message.drop_front(close + 1);
+  }
+  return out;
+}
+
 /// Whether `op` is scalar compile-time arithmetic the instantiator folds.
 bool isCompileTimeArithmetic(Operation &op) {
   return isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) &&
@@ -363,6 +394,16 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
                             << ", which cannot be read as " << type;
     map.map(stat.getResult(),
             arith::ConstantOp::create(b, op.getLoc(), typed).getResult());
+    return success();
+  }
+  if (auto require = dyn_cast<RequireOp>(op)) {
+    auto holds = dyn_cast_if_present<BoolAttr>(
+        constantOf(map.lookup(require.getCondition())));
+    if (!holds)
+      return op.emitError() << "'drc.require' needs a compile-time condition";
+    if (!holds.getValue())
+      return op.emitError()
+             << describeStatics(require.getMessage(), frame.statics);
     return success();
   }
   if (auto weight = dyn_cast<WeightOp>(op))

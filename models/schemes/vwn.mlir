@@ -23,6 +23,12 @@ module attributes {drc.options = {m = 2, n = 3, groupnorm = true, dynamic = true
     %m = drc.static "m" : index
     %n = drc.static "n" : index
     %factorised = drc.static "factorised" : i1
+    %c0 = arith.constant 0 : index
+    %remainder = arith.remui %d, %m : index
+    %divides = arith.cmpi eq, %remainder, %c0 : index
+    drc.require %divides, "VWN's m = {m} must divide d_model = {d}"
+    %enough = arith.cmpi uge, %n, %m : index
+    drc.require %enough, "VWN's n = {n} must be at least m = {m}"
     %db = arith.divui %d, %m : index
     %wide = arith.muli %n, %db : index
     %e = scf.if %factorised -> tensor<?x?xf32> {
