@@ -234,6 +234,16 @@ size_t BatchSampler::valWindowCount(size_t domain) const {
   return valWindows.at(domain);
 }
 
+void BatchSampler::requireValidationBatch() const {
+  for (size_t d = 0; d < corpus.domains.size(); ++d)
+    if (valWindowCount(d) < static_cast<size_t>(batch))
+      throw InputError("domain '" + corpus.domains[d].name + "' has " +
+                       std::to_string(valWindowCount(d)) +
+                       " validation windows, fewer than one batch of " +
+                       std::to_string(batch) +
+                       "; raise [train] eval_tokens or add validation text");
+}
+
 size_t BatchSampler::valBatchCount(size_t domain) const {
   return (valWindowCount(domain) + batch - 1) / batch;
 }

@@ -103,6 +103,11 @@ public:
   /// ceil(valWindowCount / batch).
   size_t valBatchCount(size_t domain) const;
 
+  /// Throws InputError naming the first domain with fewer validation
+  /// windows than one batch: evaluation scores full batches only, so a run
+  /// checks this before it trains rather than after.
+  void requireValidationBatch() const;
+
   /// Fills batch `index` of a domain's validation windows and returns how
   /// many rows are real windows. Only the last batch can be partial; its
   /// remaining rows repeat the domain's first windows so that the buffers

@@ -32,14 +32,9 @@ EvalResult evaluate(ModelProgram &program, const float *params,
   EvalResult result;
   double total = 0, totalNextTwo = 0;
   bool nextTwo = program.hasNextTwoHead();
+  sampler.requireValidationBatch();
   for (size_t d = 0; d < corpus.domains.size(); ++d) {
     size_t full = sampler.valWindowCount(d) / rows;
-    if (full == 0)
-      throw InputError("domain '" + corpus.domains[d].name + "' has " +
-                       std::to_string(sampler.valWindowCount(d)) +
-                       " validation windows, fewer than one batch of " +
-                       std::to_string(rows) +
-                       "; raise [train] eval_tokens or add validation text");
     double sum = 0, sumNextTwo = 0;
     for (size_t b = 0; b < full; ++b) {
       sampler.valBatch(d, b, inputs.data(), targets.data());

@@ -54,6 +54,10 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   const ParameterTable &table = program.parameters();
   const std::string fingerprint = modelFingerprint(spec);
   const fs::path checkpoint = checkpointPath(options.runDir);
+  // The corpus is checked before anything is written.
+  BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
+                       spec.train.evalTokens);
+  sampler.requireValidationBatch();
   std::error_code ec;
   fs::create_directories(options.runDir, ec);
   if (ec)
@@ -92,8 +96,6 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                       metricsPath(options.runDir).string(), start)
                 : MetricsWriter::create(metricsPath(options.runDir).string());
 
-  BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
-                       spec.train.evalTokens);
   LearningRateSchedule schedule(spec.train.lr, options.steps,
                                 spec.train.warmupFraction,
                                 spec.train.finalLrFraction);

@@ -262,4 +262,12 @@ TEST_CASE("a sampler rejects shapes the corpus cannot serve", "[Corpus]") {
 
   CHECK_THAT(inputErrorText([&] { drc::BatchSampler(corpus, 0, 8); }),
              Contains("must both be positive"));
+
+  // Two validation windows of 8 serve a batch of 2, not one of 3: a run
+  // learns that before it trains (evaluation scores full batches only).
+  CHECK_NOTHROW(drc::BatchSampler(corpus, 2, 8).requireValidationBatch());
+  std::string batch = inputErrorText(
+      [&] { drc::BatchSampler(corpus, 3, 8).requireValidationBatch(); });
+  CHECK_THAT(batch, Contains("domain 'd' has 2 validation windows, fewer "
+                             "than one batch of 3"));
 }
