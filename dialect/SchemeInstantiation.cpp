@@ -90,7 +90,7 @@ Attribute constantOf(Value v) {
 
 /// `message` with each `{name}` of a compile-time value replaced by that
 /// value (names it does not know stay as they are).
-std::string describeStatics(StringRef message, const StaticValues &statics) {
+std::string fillInStatics(StringRef message, const StaticValues &statics) {
   std::string out;
   llvm::raw_string_ostream os(out);
   while (!message.empty()) {
@@ -403,7 +403,7 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
       return op.emitError() << "'drc.require' needs a compile-time condition";
     if (!holds.getValue())
       return op.emitError()
-             << describeStatics(require.getMessage(), frame.statics);
+             << fillInStatics(require.getMessage(), frame.statics);
     return success();
   }
   if (auto weight = dyn_cast<WeightOp>(op))
