@@ -16,6 +16,30 @@
 using namespace mlir;
 using namespace mlir::drc;
 
+namespace {
+
+/// The dictionary attribute `name` of a scheme's module (empty where it is
+/// absent); anything else is an error saying what it should be.
+FailureOr<DictionaryAttr> moduleDictionary(ModuleOp module, StringRef name,
+                                           StringRef expected) {
+  Attribute attr = module->getAttr(name);
+  if (!attr)
+    return DictionaryAttr::get(module.getContext());
+  if (auto dictionary = dyn_cast<DictionaryAttr>(attr))
+    return dictionary;
+  return module->emitError() << name << " must be a dictionary of " << expected;
+}
+
+/// `value` as an integer option's value: an integer, not a boolean (which
+/// is an IntegerAttr too).
+IntegerAttr integerOption(Attribute value) {
+  return isa_and_present<BoolAttr>(value)
+             ? IntegerAttr()
+             : dyn_cast_if_present<IntegerAttr>(value);
+}
+
+} // namespace
+
 FailureOr<Scheme> Scheme::load(MLIRContext &context, StringRef path,
                                StringRef name) {
   // Templates have dynamic shapes that the op verifiers (written for
@@ -26,31 +50,27 @@ FailureOr<Scheme> Scheme::load(MLIRContext &context, StringRef path,
   if (!module)
     return failure();
   Scheme scheme;
-  Attribute options = (*module)->getAttr("drc.options");
-  if (options && !isa<DictionaryAttr>(options))
-    return (*module)->emitError()
-           << "drc.options must be a dictionary of option defaults, e.g. "
-              "{streams = 4, dynamic = true}";
-  scheme.options =
-      options ? cast<DictionaryAttr>(options) : DictionaryAttr::get(&context);
+  FailureOr<DictionaryAttr> options =
+      moduleDictionary(*module, "drc.options",
+                       "option defaults, e.g. {streams = 4, dynamic = true}");
+  if (failed(options))
+    return failure();
+  scheme.options = *options;
   for (NamedAttribute option : scheme.options)
     if (!isa<IntegerAttr, FloatAttr, BoolAttr>(option.getValue()))
       return (*module)->emitError()
              << "option '" << option.getName().getValue()
              << "' must default to an integer, a float or a boolean";
-  Attribute least = (*module)->getAttr("drc.option_min");
-  if (least && !isa<DictionaryAttr>(least))
-    return (*module)->emitError()
-           << "drc.option_min must be a dictionary of integer options' "
-              "least values, e.g. {streams = 1}";
-  scheme.optionMin =
-      least ? cast<DictionaryAttr>(least) : DictionaryAttr::get(&context);
+  FailureOr<DictionaryAttr> least =
+      moduleDictionary(*module, "drc.option_min",
+                       "integer options' least values, e.g. {streams = 1}");
+  if (failed(least))
+    return failure();
+  scheme.optionMin = *least;
   for (NamedAttribute bound : scheme.optionMin) {
-    auto value = dyn_cast<IntegerAttr>(bound.getValue());
-    auto option =
-        dyn_cast_if_present<IntegerAttr>(scheme.options.get(bound.getName()));
-    if (!value || isa<BoolAttr>(bound.getValue()) || !option ||
-        isa<BoolAttr>(scheme.options.get(bound.getName())))
+    IntegerAttr value = integerOption(bound.getValue()),
+                option = integerOption(scheme.options.get(bound.getName()));
+    if (!value || !option)
       return (*module)->emitError()
              << "drc.option_min gives '" << bound.getName().getValue()
              << "' a least value, but only an integer option of drc.options "
@@ -373,20 +393,19 @@ LogicalResult SchemeInstantiator::visit(Frame &frame, Operation &op,
     }
     Type type = stat.getType();
     TypedAttr typed;
-    if (type.isIndex() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value) &&
-        cast<IntegerAttr>(value).getInt() < 0)
+    if (IntegerAttr count = integerOption(value); count && type.isIndex()) {
       // Index arithmetic is unsigned (arith.divui, arith.remui): a negative
       // count or size would wrap around.
-      return op.emitError() << "'" << name.getValue() << "' is "
-                            << cast<IntegerAttr>(value).getInt()
-                            << ", which cannot be read as an index (a count "
-                               "or size, never negative)";
-    if (type.isIndex() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value))
-      typed = b.getIndexAttr(cast<IntegerAttr>(value).getInt());
-    else if (type.isF64() && isa<FloatAttr>(value))
+      if (count.getInt() < 0)
+        return op.emitError()
+               << "'" << name.getValue() << "' is " << count.getInt()
+               << ", which cannot be read as an index (a "
+                  "count or size, never negative)";
+      typed = b.getIndexAttr(count.getInt());
+    } else if (type.isF64() && isa<FloatAttr>(value))
       typed = b.getF64FloatAttr(cast<FloatAttr>(value).getValueAsDouble());
-    else if (type.isF64() && isa<IntegerAttr>(value) && !isa<BoolAttr>(value))
-      typed = b.getF64FloatAttr(double(cast<IntegerAttr>(value).getInt()));
+    else if (IntegerAttr number = integerOption(value); number && type.isF64())
+      typed = b.getF64FloatAttr(double(number.getInt()));
     else if (type.isInteger(1) && isa<BoolAttr>(value))
       typed = b.getBoolAttr(cast<BoolAttr>(value).getValue());
     else
