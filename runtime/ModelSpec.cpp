@@ -15,6 +15,11 @@
 namespace drc {
 namespace {
 
+/// A user's scheme file as an absolute path without "." or "..".
+std::string absoluteSchemeFile(const std::string &file) {
+  return std::filesystem::absolute(file).lexically_normal().string();
+}
+
 /// `[residual]`: `scheme` or `scheme_file`, and any other key is a value for
 /// an option the scheme declares (checked when the scheme is instantiated).
 void readResidual(const std::string &path, const toml::table &table,
@@ -145,6 +150,7 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path) {
   toml::table root = parseToml(text, path);
   ModelSpec spec;
   spec.path = path;
+  spec.text = text;
   ModelShape &m = spec.model;
   TrainSpec &t = spec.train;
   KeyLocations locations;
@@ -205,11 +211,27 @@ ModelSpec loadModelSpec(const std::string &path) {
   return parseModelSpec(readInputFile(path, "model spec"), path);
 }
 
+std::string runSpecText(const ModelSpec &spec, int64_t steps, uint64_t seed) {
+  toml::table root = parseToml(spec.text, spec.path);
+  if (toml::table *residual = root["residual"].as_table();
+      residual && residual->contains("scheme_file"))
+    residual->insert_or_assign("scheme_file",
+                               absoluteSchemeFile(spec.residual.schemeFile));
+  if (!root["train"].is_table())
+    root.insert_or_assign("train", toml::table{});
+  toml::table &train = *root["train"].as_table();
+  train.insert_or_assign("steps", steps);
+  train.insert_or_assign("seed", static_cast<int64_t>(seed));
+  return "# The run's spec: " + spec.path + " with the run's steps and seed\n" +
+         tomlText(root) + "\n";
+}
+
 std::string modelFingerprint(const ModelSpec &spec) {
   const ModelShape &m = spec.model;
   std::ostringstream os;
-  os << (spec.residual.scheme.empty() ? "file:" + spec.residual.schemeFile
-                                      : spec.residual.scheme);
+  os << (spec.residual.scheme.empty()
+             ? "file:" + absoluteSchemeFile(spec.residual.schemeFile)
+             : spec.residual.scheme);
   for (const SchemeOption &o : spec.residual.options)
     os << ";" << o.name << "="
        << (o.kind == SchemeOption::Kind::Number ? std::to_string(o.number)

@@ -69,6 +69,7 @@ struct TrainSpec {
 /// A parsed, validated model spec.
 struct ModelSpec {
   std::string path;
+  std::string text; ///< the TOML it was read from
   ModelShape model;
   ResidualSpec residual;
   TrainSpec train;
@@ -103,8 +104,16 @@ ModelSpec loadModelSpec(const std::string &path);
 /// Parses spec text (for tests); `path` is used in messages only.
 ModelSpec parseModelSpec(const std::string &text, const std::string &path);
 
+/// The spec of a run of `spec` for `steps` steps from seed `seed`, as a
+/// run directory keeps it (spec.toml): its tables with [train] steps and
+/// seed the run's and a scheme_file made absolute, so it reads the same
+/// from anywhere. Comments are not kept.
+std::string runSpecText(const ModelSpec &spec, int64_t steps, uint64_t seed);
+
 /// A stable fingerprint of everything that determines the parameter table
-/// and the compiled program (not the schedule), stored in checkpoints.
+/// and the compiled program (not the schedule), stored in checkpoints. A
+/// user's scheme file counts by its absolute path, wherever the spec names
+/// it from.
 std::string modelFingerprint(const ModelSpec &spec);
 
 /// modelFingerprint plus what else a compiled program fixes: tokens per

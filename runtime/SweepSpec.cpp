@@ -37,12 +37,6 @@ sharedTable(const std::string &path, const std::string &name,
   return table;
 }
 
-std::string tomlText(const toml::table &table) {
-  std::ostringstream os;
-  os << table;
-  return os.str();
-}
-
 /// An integer key of a shared table, 0 when absent or not an integer (the
 /// callers then say it must be set).
 int64_t integerOf(const toml::table &table, const std::string &key) {

@@ -145,6 +145,12 @@ toml::table parseToml(const std::string &text, const std::string &path) {
   }
 }
 
+std::string tomlText(const toml::table &table) {
+  std::ostringstream os;
+  os << table;
+  return os.str();
+}
+
 std::string readInputFile(const std::string &path, const std::string &what) {
   std::ifstream in(path);
   if (!in)

@@ -68,6 +68,9 @@ struct Validator {
 /// Parses `text` as TOML; a syntax error is an InputError at its place.
 toml::table parseToml(const std::string &text, const std::string &path);
 
+/// `table` written as TOML (keys in order, nested tables after the keys).
+std::string tomlText(const toml::table &table);
+
 /// The text of the input file `path`; an InputError "path: cannot open the
 /// `what`" when it cannot be read.
 std::string readInputFile(const std::string &path, const std::string &what);

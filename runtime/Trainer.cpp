@@ -1,6 +1,7 @@
 //===- Trainer.cpp - The training loop -----------------------------------===//
 #include "runtime/Trainer.h"
 
+#include "runtime/AtomicFile.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
 #include "runtime/InterleavedSteps.h"
@@ -27,6 +28,7 @@ fs::path checkpointPath(const fs::path &runDir) {
 fs::path metricsPath(const fs::path &runDir) {
   return runDir / "metrics.jsonl";
 }
+fs::path specPath(const fs::path &runDir) { return runDir / "spec.toml"; }
 
 namespace {
 
@@ -91,6 +93,9 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   } else {
     initParameters(table, options.seed, params.data());
   }
+  if (!options.specText.empty() &&
+      (start == 0 || !fs::exists(specPath(options.runDir))))
+    writeFileAtomically(specPath(options.runDir).string(), options.specText);
   MetricsWriter metrics =
       start > 0 ? MetricsWriter::openForResume(
                       metricsPath(options.runDir).string(), start)

@@ -26,6 +26,9 @@ struct TrainOptions {
   int64_t steps = 0;            ///< total optimizer steps of the run
   uint64_t seed = 1;
   bool resume = false; ///< continue from runDir's checkpoint
+  /// The run's spec (runSpecText), written to runDir/spec.toml when the run
+  /// starts or, resumed, where that file is missing; empty: none.
+  std::string specText;
   std::FILE *progress = stderr;
   /// What the progress line starts with, before "<step>/<steps>" (a sweep
   /// puts its own progress there).
@@ -42,9 +45,10 @@ struct TrainSummary {
   double medianStepSeconds = 0, fastestStepSeconds = 0;
 };
 
-/// The checkpoint and metrics files of a run directory.
+/// The checkpoint, metrics and spec files of a run directory.
 std::filesystem::path checkpointPath(const std::filesystem::path &runDir);
 std::filesystem::path metricsPath(const std::filesystem::path &runDir);
+std::filesystem::path specPath(const std::filesystem::path &runDir);
 
 /// Trains `program` on `corpus` as `spec` says. Throws InputError for a bad
 /// run directory (an existing run without --resume, a checkpoint of another

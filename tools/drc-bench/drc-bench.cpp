@@ -212,11 +212,6 @@ int benchMain(int argc, char **argv) {
       continue;
     }
     std::filesystem::path dir = out / "cells" / cell.id;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      throw drc::InputError("cannot create " + dir.string() + ": " +
-                            ec.message());
-    drc::writeFileAtomically((dir / "spec.toml").string(), cell.specToml);
     std::fprintf(stderr,
                  "drc-bench: cell %zu/%zu %s: n_layer %lld, d_model %lld, "
                  "lr %g, seed %llu, %lld steps\n",
@@ -231,6 +226,7 @@ int benchMain(int argc, char **argv) {
     options.steps = cell.steps;
     options.seed = cell.seed;
     options.resume = std::filesystem::exists(drc::checkpointPath(dir));
+    options.specText = cell.specToml;
     options.progressLabel = label(cell, "step");
     drc::TrainSummary summary = drc::train(*model, cell.spec, corpus, options);
     results.add(cell, model->parameters().numParameters(), summary.final,

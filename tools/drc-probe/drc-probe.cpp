@@ -34,7 +34,7 @@ domains in turn) and prints one JSON object, or writes it to OUT:
                      accuracy by k of every z_b's logit lens, over at most
                      [train] eval_tokens of its validation problems
 SPEC is the checkpoint's model spec, by default spec.toml beside it (as
-drc-bench writes its cells). Progress goes to stderr.
+drc-train writes it in its run directory). Progress goes to stderr.
 
 exit status: 0 success, 1 failure, 2 bad usage or bad input.
 )";

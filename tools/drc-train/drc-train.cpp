@@ -23,7 +23,9 @@ Compiles the model spec SPEC (docs/spec.md) for this CPU, or for an NVIDIA
 GPU with --device cuda, and trains it on the corpus DIR (docs/data.md),
 writing RUNDIR/metrics.jsonl (one JSON object per evaluation) and
 RUNDIR/checkpoint.safetensors (docs/checkpoint.md) every [train] eval_every
-steps and at the end. Progress goes to stderr. At the end it prints the
+steps and at the end, and RUNDIR/spec.toml when the run starts: SPEC with
+the run's steps and seed and an absolute scheme_file, the spec drc-probe
+finds beside the checkpoint. Progress goes to stderr. At the end it prints the
 final validation loss, the mean tokens/s of this process's steps after the
 first, and the median and fastest step times (steadier than the mean on a
 shared machine).
@@ -176,6 +178,7 @@ int trainMain(int argc, char **argv) {
   options.seed = static_cast<uint64_t>(
       cl.integer("seed", static_cast<int64_t>(spec.train.seed), 0, INT64_MAX));
   options.resume = cl.flag("resume");
+  options.specText = drc::runSpecText(spec, options.steps, options.seed);
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
 

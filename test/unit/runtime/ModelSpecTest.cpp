@@ -1,0 +1,78 @@
+//===- ModelSpecTest.cpp - A run's spec and the model fingerprint ---------===//
+#include "runtime/ModelSpec.h"
+
+#include "ScratchDirectory.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+namespace {
+
+/// A spec of a user's scheme, named relative to the spec, with comments.
+const char *const kSpec = R"(# my experiment
+[model]
+vocab = 256
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 16
+
+[residual]
+scheme_file = "schemes/../schemes/mine.mlir" # the scheme under test
+streams = 2
+
+[train]
+batch = 4
+steps = 12
+lr = 3e-4
+seed = 3
+)";
+
+/// A scratch directory holding schemes/mine.mlir (the spec parser only
+/// checks that the file exists).
+struct SchemeDirectory : drc::test::ScratchDirectory {
+  SchemeDirectory() {
+    std::filesystem::create_directories(*this / "schemes");
+    std::ofstream(*this / "schemes/mine.mlir") << "module {}\n";
+  }
+};
+
+} // namespace
+
+TEST_CASE("a run's spec reads back as the same program with the run's steps "
+          "and seed, from anywhere",
+          "[spec]") {
+  SchemeDirectory dir;
+  drc::ModelSpec spec =
+      drc::parseModelSpec(kSpec, (dir / "spec.toml").string());
+  std::string run = drc::runSpecText(spec, 40, 7);
+  CHECK(run.rfind("# The run's spec: " + (dir / "spec.toml").string() +
+                      " with the run's steps and seed\n",
+                  0) == 0);
+  // Read from elsewhere: the scheme file's path is absolute in the text.
+  drc::ModelSpec again = drc::parseModelSpec(run, "/nowhere/spec.toml");
+  CHECK(again.train.steps == 40);
+  CHECK(again.train.seed == 7);
+  CHECK(again.train.lr == spec.train.lr);
+  CHECK(again.residual.schemeFile == (dir / "schemes/mine.mlir").string());
+  REQUIRE(again.residual.options.size() == 1);
+  CHECK(again.residual.options[0].name == "streams");
+  CHECK(again.residual.options[0].integer == 2);
+  CHECK(drc::programFingerprint(again) == drc::programFingerprint(spec));
+}
+
+TEST_CASE("a user's scheme file counts in the fingerprint by its absolute "
+          "path, however the spec reaches it",
+          "[spec]") {
+  SchemeDirectory dir;
+  std::filesystem::create_directories(dir / "sub");
+  drc::ModelSpec direct =
+      drc::parseModelSpec(kSpec, (dir / "spec.toml").string());
+  drc::ModelSpec roundabout =
+      drc::parseModelSpec(kSpec, (dir / "sub/../spec.toml").string());
+  CHECK(direct.residual.schemeFile != roundabout.residual.schemeFile);
+  CHECK(drc::modelFingerprint(direct) == drc::modelFingerprint(roundabout));
+  CHECK(drc::modelFingerprint(direct).find(
+            "file:" + (dir / "schemes/mine.mlir").string()) == 0);
+}
