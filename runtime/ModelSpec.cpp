@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -224,6 +225,46 @@ std::string runSpecText(const ModelSpec &spec, int64_t steps, uint64_t seed) {
   train.insert_or_assign("seed", static_cast<int64_t>(seed));
   return "# The run's spec: " + spec.path + " with the run's steps and seed\n" +
          tomlText(root) + "\n";
+}
+
+std::string specDifference(const std::string &recorded,
+                           const std::string &recordedPath,
+                           const std::string &given) {
+  toml::table ran = parseToml(recorded, recordedPath);
+  toml::table now = parseToml(given, "the given spec");
+  auto same = [](const toml::node &a, const toml::node &b) {
+    toml::table one, other;
+    one.insert("v", a);
+    other.insert("v", b);
+    return one == other;
+  };
+  auto names = [](const toml::table &a, const toml::table &b) {
+    std::set<std::string> all;
+    for (const toml::table *t : {&a, &b})
+      for (const auto &[name, node] : *t)
+        all.insert(std::string(name.str()));
+    return all;
+  };
+  const toml::table none;
+  for (const std::string &section : names(ran, now)) {
+    const toml::table *a = ran[section].as_table(),
+                      *b = now[section].as_table();
+    for (const std::string &key : names(a ? *a : none, b ? *b : none)) {
+      const toml::node *was = a ? a->get(key) : nullptr;
+      const toml::node *is = b ? b->get(key) : nullptr;
+      std::string name = "[" + section + "] " + key;
+      if (!was)
+        return "no " + name + ", but this command sets it to " +
+               tomlValueText(*is);
+      if (!is)
+        return name + " = " + tomlValueText(*was) +
+               ", but this command leaves it unset";
+      if (!same(*was, *is))
+        return name + " = " + tomlValueText(*was) +
+               ", but this command gives " + tomlValueText(*is);
+    }
+  }
+  return "";
 }
 
 std::string modelFingerprint(const ModelSpec &spec) {

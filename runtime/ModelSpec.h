@@ -110,6 +110,17 @@ ModelSpec parseModelSpec(const std::string &text, const std::string &path);
 /// from anywhere. Comments are not kept.
 std::string runSpecText(const ModelSpec &spec, int64_t steps, uint64_t seed);
 
+/// Where a spec recorded by an earlier run (a run directory's spec.toml, a
+/// sweep's result record) and the one a command gives now differ, both
+/// TOML text: the first key, by table and name, that one sets and the
+/// other does not or sets to another value, as "[train] lr = 0.001, but
+/// this command gives 0.002" (a message puts "the run has " before it);
+/// empty where they agree. Comments and how a value is written do not
+/// count. `recordedPath` names `recorded` in syntax errors.
+std::string specDifference(const std::string &recorded,
+                           const std::string &recordedPath,
+                           const std::string &given);
+
 /// A stable fingerprint of everything that determines the parameter table
 /// and the compiled program (not the schedule), stored in checkpoints. A
 /// user's scheme file counts by its absolute path, wherever the spec names

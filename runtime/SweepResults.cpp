@@ -35,10 +35,17 @@ const JsonValue *SweepResults::find(const SweepCell &cell) const {
   if (it == records.end())
     return nullptr;
   const JsonValue *spec = it->second.find("spec");
-  if (!spec || !spec->isString() || spec->asString() != cell.specToml)
+  std::string difference =
+      spec && spec->isString()
+          ? specDifference(spec->asString(),
+                           path.string() + " (cell " + cell.id + ")",
+                           cell.specToml)
+          : "no spec";
+  if (!difference.empty())
     throw InputError(path.string() + ": holds a result for cell " + cell.id +
-                     " of a different spec (another grid, or this one "
-                     "changed); use another --out directory");
+                     " of a different spec (it has " + difference +
+                     ": another grid, or this one changed); use another "
+                     "--out directory");
   return &it->second;
 }
 

@@ -347,8 +347,8 @@ std::vector<SweepCell> planSweep(const SweepSpec &sweep) {
                << "\nn_layer = " << cell.nLayer << "\n\n[residual]\n"
                << scheme.residualToml << "\n\n[train]\n"
                << sweep.trainToml << "\nsteps = " << steps
-               << "\nlr = " << toml::value<double>(lr) << "\nseed = " << seed
-               << "\n";
+               << "\nlr = " << tomlValueText(toml::value<double>(lr))
+               << "\nseed = " << seed << "\n";
           cell.specToml = spec.str();
           cell.spec = parseModelSpec(cell.specToml,
                                      sweep.path + " (cell " + cell.id + ")");

@@ -4,6 +4,8 @@
 #include "runtime/Error.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -145,9 +147,37 @@ toml::table parseToml(const std::string &text, const std::string &path) {
   }
 }
 
-std::string tomlText(const toml::table &table) {
+std::string tomlValueText(const toml::node &value) {
+  if (const toml::value<double> *number = value.as_floating_point()) {
+    double v = number->get();
+    if (std::isnan(v))
+      return "nan";
+    if (std::isinf(v))
+      return v > 0 ? "inf" : "-inf";
+    char digits[32];
+    std::string text(digits, std::to_chars(digits, digits + sizeof digits, v,
+                                           std::chars_format::general)
+                                 .ptr);
+    if (text.find_first_of(".e") == std::string::npos)
+      text += ".0"; // "1" would read back as an integer
+    return text;
+  }
   std::ostringstream os;
-  os << table;
+  value.visit([&](const auto &v) { os << v; });
+  return os.str();
+}
+
+std::string tomlText(const toml::table &table, const std::string &prefix) {
+  std::ostringstream os;
+  for (const auto &[key, node] : table)
+    if (!node.is_table())
+      os << key.str() << " = " << tomlValueText(node) << "\n";
+  for (const auto &[key, node] : table)
+    if (node.is_table()) {
+      std::string name = prefix + std::string(key.str());
+      os << (os.tellp() > 0 ? "\n" : "") << "[" << name << "]\n"
+         << tomlText(*node.as_table(), name + ".");
+    }
   return os.str();
 }
 

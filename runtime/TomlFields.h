@@ -68,8 +68,13 @@ struct Validator {
 /// Parses `text` as TOML; a syntax error is an InputError at its place.
 toml::table parseToml(const std::string &text, const std::string &path);
 
-/// `table` written as TOML (keys in order, nested tables after the keys).
-std::string tomlText(const toml::table &table);
+/// A TOML value as text; a float in the fewest digits that read back as the
+/// same double (0.0003, not 0.00029999999999999997).
+std::string tomlValueText(const toml::node &value);
+
+/// `table` written as TOML: its values by key, then its tables, each under
+/// its header ("[prefix" + key + "]").
+std::string tomlText(const toml::table &table, const std::string &prefix = "");
 
 /// The text of the input file `path`; an InputError "path: cannot open the
 /// `what`" when it cannot be read.

@@ -10,6 +10,7 @@
 #include "runtime/ParameterInit.h"
 #include "runtime/Progress.h"
 #include "runtime/Schedule.h"
+#include "runtime/TomlFields.h"
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +50,24 @@ int64_t killAfterStep() {
 /// would not reproduce the uninterrupted run.
 constexpr const char *kTotalStepsKey = "total_steps";
 
+/// A run resumes with the spec it started with (its spec.toml, where the run
+/// wrote one): another learning rate, batch or schedule would not continue
+/// the same run.
+void requireSameSpec(const TrainOptions &options) {
+  fs::path stored = specPath(options.runDir);
+  if (options.specText.empty() || !fs::exists(stored))
+    return;
+  std::string difference =
+      specDifference(readInputFile(stored.string(), "run's spec"),
+                     stored.string(), options.specText);
+  if (!difference.empty())
+    throw InputError(stored.string() + ": the run has " + difference +
+                     "; a run resumes only with the spec, --steps and --seed "
+                     "it started with, which this file holds: drc-train " +
+                     stored.string() + " --data DIR --out " +
+                     options.runDir.string() + " --resume");
+}
+
 } // namespace
 
 TrainSummary train(ModelProgram &program, const ModelSpec &spec,
@@ -74,6 +93,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   int64_t start = 0;
   bool hasCheckpoint = fs::exists(checkpoint);
   if (options.resume && hasCheckpoint) {
+    requireSameSpec(options);
     TrainState state =
         loadCheckpoint(checkpoint.string(), table, fingerprint, params.data(),
                        adamM.data(), adamV.data());

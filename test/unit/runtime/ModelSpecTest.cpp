@@ -29,6 +29,14 @@ lr = 3e-4
 seed = 3
 )";
 
+/// kSpec with `from` replaced by `to` (which must occur).
+std::string edited(const std::string &from, const std::string &to) {
+  std::string text = kSpec;
+  size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 /// A scratch directory holding schemes/mine.mlir (the spec parser only
 /// checks that the file exists).
 struct SchemeDirectory : drc::test::ScratchDirectory {
@@ -75,4 +83,26 @@ TEST_CASE("a user's scheme file counts in the fingerprint by its absolute "
   CHECK(drc::modelFingerprint(direct) == drc::modelFingerprint(roundabout));
   CHECK(drc::modelFingerprint(direct).find(
             "file:" + (dir / "schemes/mine.mlir").string()) == 0);
+}
+
+TEST_CASE("two run specs differ at the first key one sets otherwise",
+          "[spec]") {
+  SchemeDirectory dir;
+  std::string path = (dir / "spec.toml").string();
+  auto run = [&](const std::string &text, int64_t steps = 12) {
+    return drc::runSpecText(drc::parseModelSpec(text, path), steps, 3);
+  };
+  auto difference = [&](const std::string &given) {
+    return drc::specDifference(run(kSpec), "run/spec.toml", given);
+  };
+  // Comments, the header and how a value is written do not count.
+  CHECK(difference(run(edited("lr = 3e-4", "lr = 0.0003 # slower"))) == "");
+  CHECK(difference(run(edited("lr = 3e-4", "lr = 1e-3"))) ==
+        "[train] lr = 0.0003, but this command gives 0.001");
+  CHECK(difference(run(kSpec, 13)) ==
+        "[train] steps = 12, but this command gives 13");
+  CHECK(difference(run(edited("streams = 2\n", ""))) ==
+        "[residual] streams = 2, but this command leaves it unset");
+  CHECK(difference(run(edited("streams = 2", "streams = 2\ndynamic = true"))) ==
+        "no [residual] dynamic, but this command sets it to true");
 }
