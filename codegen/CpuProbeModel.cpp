@@ -18,10 +18,15 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
       importModelSpec(context, spec, options);
   if (failed(module))
     return failure();
+  return compileModule(**module, spec);
+}
+
+FailureOr<std::unique_ptr<CpuProbeModel>>
+CpuProbeModel::compileModule(ModuleOp module, const ::drc::ModelSpec &spec) {
   // The sizes from @probe's results: states [N, L+1, Z], lens [N, L+1, V],
   // maps [N, 2L, n*n] when the scheme marks a transport, the loss, then the
   // state values entering each block, from which the skip chains start.
-  auto probe = (*module)->lookupSymbol<func::FuncOp>("probe");
+  auto probe = module.lookupSymbol<func::FuncOp>("probe");
   auto results = probe.getFunctionType().getResults();
   auto states = cast<RankedTensorType>(results[0]);
   ::drc::ProbeShape sizes;
@@ -42,8 +47,7 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
   std::vector<ChainStep> steps;
   llvm::StringMap<size_t> stepOf;
   std::vector<std::vector<size_t>> chains;
-  for (Attribute chain :
-       (**module)->getAttrOfType<ArrayAttr>(kSkipChainsAttr)) {
+  for (Attribute chain : module->getAttrOfType<ArrayAttr>(kSkipChainsAttr)) {
     chains.emplace_back();
     for (Attribute name : cast<ArrayAttr>(chain)) {
       StringRef function = cast<StringAttr>(name).getValue();
@@ -53,7 +57,7 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
         // (the loss) share one buffer after them.
         ChainStep step{function.str(), {}};
         int64_t scalars = 0;
-        auto callee = (*module)->lookupSymbol<func::FuncOp>(function);
+        auto callee = module.lookupSymbol<func::FuncOp>(function);
         for (Type t : callee.getFunctionType().getResults()) {
           auto tensor = cast<RankedTensorType>(t);
           if (tensor.getRank() == 0)
@@ -69,7 +73,7 @@ CpuProbeModel::compile(MLIRContext &context, const ::drc::ModelSpec &spec,
   }
   TrainPipelineOptions train = trainPipelineOptions(spec);
   train.differentiate = false;
-  FailureOr<HostProgram> program = compileForHost(**module, train);
+  FailureOr<HostProgram> program = compileForHost(module, train);
   if (failed(program))
     return failure();
   return std::unique_ptr<CpuProbeModel>(

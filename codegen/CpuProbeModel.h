@@ -23,6 +23,11 @@ public:
   compile(MLIRContext &context, const ::drc::ModelSpec &spec,
           int64_t tokens = 0);
 
+  /// Compiles `module`, the probe module of `spec` as importModelSpec
+  /// makes it (ImportOptions::probes).
+  static FailureOr<std::unique_ptr<CpuProbeModel>>
+  compileModule(ModuleOp module, const ::drc::ModelSpec &spec);
+
   const ::drc::ParameterTable &parameters() const override {
     return program.table;
   }

@@ -76,18 +76,14 @@ mlir::drc::trainPipelineOptions(const ::drc::ModelSpec &spec) {
   return train;
 }
 
-FailureOr<OwningOpRef<ModuleOp>>
-mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
-                          CompileStage stage, const ImportOptions &options,
-                          bool fuseTokenLocal) {
-  FailureOr<OwningOpRef<ModuleOp>> imported =
-      importModelSpec(context, spec, options);
-  if (failed(imported))
-    return failure();
-  OwningOpRef<ModuleOp> module = std::move(*imported);
+LogicalResult mlir::drc::lowerToStage(ModuleOp module,
+                                      const ::drc::ModelSpec &spec,
+                                      CompileStage stage,
+                                      const ImportOptions &options,
+                                      bool fuseTokenLocal) {
   if (stage == CompileStage::Drc)
-    return module;
-  PassManager pm(&context);
+    return success();
+  PassManager pm(module.getContext());
   TrainPipelineOptions train = trainPipelineOptions(spec);
   train.fuseTokenLocal = fuseTokenLocal;
   train.differentiate = !options.probes;
@@ -100,9 +96,7 @@ mlir::drc::compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
     buildLowerToLinalgPipeline(pm, train);
   if (stage >= CompileStage::LLVM)
     buildCpuCodegenPipeline(pm);
-  if (failed(pm.run(*module)))
-    return failure();
-  return module;
+  return pm.run(module);
 }
 
 FailureOr<std::unique_ptr<CpuModel>>

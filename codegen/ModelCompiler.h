@@ -34,12 +34,12 @@ std::optional<CompileStage> parseCompileStage(StringRef name);
 /// The optimizer settings of a spec.
 TrainPipelineOptions trainPipelineOptions(const ::drc::ModelSpec &spec);
 
-/// Imports `spec` and lowers it through `stage`, token-local work fused
-/// unless `fuseTokenLocal` is off. Diagnostics go to the context's handler.
-FailureOr<OwningOpRef<ModuleOp>>
-compileToStage(MLIRContext &context, const ::drc::ModelSpec &spec,
-               CompileStage stage, const ImportOptions &options = {},
-               bool fuseTokenLocal = true);
+/// Lowers `module`, `spec` as importModelSpec made it with `options`,
+/// through `stage`, token-local work fused unless `fuseTokenLocal` is off.
+/// Diagnostics go to the context's handler.
+LogicalResult lowerToStage(ModuleOp module, const ::drc::ModelSpec &spec,
+                           CompileStage stage, const ImportOptions &options,
+                           bool fuseTokenLocal = true);
 
 /// A module compiled and JIT-linked for the host CPU.
 struct HostProgram {

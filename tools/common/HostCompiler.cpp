@@ -41,9 +41,23 @@ void HostCompiler::fail(const std::string &what) {
   throw Error(what + (diagnostics.empty() ? "" : ":\n" + diagnostics));
 }
 
+mlir::OwningOpRef<mlir::ModuleOp>
+HostCompiler::import(const ModelSpec &spec,
+                     const mlir::drc::ImportOptions &options) {
+  auto module = mlir::drc::importModelSpec(ctx, spec, options);
+  if (mlir::failed(module))
+    throw InputError("compiling " + spec.path + " failed" +
+                     (diagnostics.empty() ? "" : ":\n" + diagnostics));
+  return std::move(*module);
+}
+
 std::unique_ptr<mlir::drc::CpuModel>
 HostCompiler::compile(const ModelSpec &spec, bool fuseTokenLocal) {
-  auto model = mlir::drc::CpuModel::compile(ctx, spec, {}, fuseTokenLocal);
+  auto module = import(spec);
+  mlir::drc::TrainPipelineOptions train = mlir::drc::trainPipelineOptions(spec);
+  train.fuseTokenLocal = fuseTokenLocal;
+  auto model =
+      mlir::drc::CpuModel::compileModule(*module, spec.tokensPerStep(), train);
   if (mlir::failed(model))
     fail("compiling " + spec.path + " failed");
   return std::move(*model);
@@ -51,7 +65,10 @@ HostCompiler::compile(const ModelSpec &spec, bool fuseTokenLocal) {
 
 std::unique_ptr<mlir::drc::CpuProbeModel>
 HostCompiler::compileProbes(const ModelSpec &spec) {
-  auto model = mlir::drc::CpuProbeModel::compile(ctx, spec);
+  mlir::drc::ImportOptions options;
+  options.probes = true;
+  auto module = import(spec, options);
+  auto model = mlir::drc::CpuProbeModel::compileModule(*module, spec);
   if (mlir::failed(model))
     fail("compiling the probes of " + spec.path + " failed");
   return std::move(*model);
@@ -61,23 +78,21 @@ mlir::OwningOpRef<mlir::ModuleOp>
 HostCompiler::lower(const ModelSpec &spec, mlir::drc::CompileStage stage,
                     bool fuseTokenLocal,
                     const mlir::drc::ImportOptions &options) {
-  auto module =
-      mlir::drc::compileToStage(ctx, spec, stage, options, fuseTokenLocal);
-  if (mlir::failed(module))
+  auto module = import(spec, options);
+  if (mlir::failed(mlir::drc::lowerToStage(*module, spec, stage, options,
+                                           fuseTokenLocal)))
     fail("compiling " + spec.path + " failed");
-  return std::move(*module);
+  return module;
 }
 
 mlir::drc::CudaArtifacts HostCompiler::compileForCuda(const ModelSpec &spec,
                                                       bool fuseTokenLocal) {
-  auto module = mlir::drc::importModelSpec(ctx, spec);
-  if (mlir::failed(module))
-    fail("compiling " + spec.path + " failed");
+  auto module = import(spec);
   mlir::drc::TrainPipelineOptions train = mlir::drc::trainPipelineOptions(spec);
   train.fuseTokenLocal = fuseTokenLocal;
   mlir::drc::CudaOptions cuda;
   cuda.spec = programFingerprint(spec);
-  auto artifacts = mlir::drc::compileForCuda(**module, train, cuda);
+  auto artifacts = mlir::drc::compileForCuda(*module, train, cuda);
   if (mlir::failed(artifacts))
     fail("compiling " + spec.path + " for CUDA failed");
   return std::move(*artifacts);

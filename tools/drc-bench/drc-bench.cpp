@@ -53,7 +53,8 @@ options:
   --help       this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
-             2 bad usage or bad input (grid, data, out directory).
+             2 bad usage or bad input (grid and its schemes, data, out
+               directory).
 )";
 
 void printPlan(const drc::SweepSpec &sweep,

@@ -61,7 +61,8 @@ n_head and vocab, has the parameter count closest to N (ARCHITECTURES.md
 §1.2: a multiple of 2 n_head; flagged when not within 3%), and prints it;
 with --iso-backbone N counts the blocks only (N_b).
 
-exit status: 0 success, 1 compile failure, 2 bad usage or bad input.
+exit status: 0 success, 1 compile failure after the model is built (a
+             compiler bug), 2 bad usage or bad input (the spec and its scheme).
 )";
 
 /// Parameters by optimizer group, then totals: all, the backbone's

@@ -53,7 +53,7 @@ options:
   --help         this text
 
 exit status: 0 success, 1 failure (e.g. a model diverged),
-             2 bad usage or bad input (spec, data).
+             2 bad usage or bad input (spec and its scheme, data).
 )";
 
 double secondsSince(std::chrono::steady_clock::time_point began) {

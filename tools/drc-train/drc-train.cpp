@@ -56,7 +56,8 @@ options:
   --help          this text
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
-             2 bad usage or bad input (spec, data, run directory).
+             2 bad usage or bad input (spec and its scheme, data, run
+               directory).
 )";
 
 /// The compiled program to train, on the device the command line names.
