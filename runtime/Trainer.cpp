@@ -31,6 +31,18 @@ fs::path metricsPath(const fs::path &runDir) {
 }
 fs::path specPath(const fs::path &runDir) { return runDir / "spec.toml"; }
 
+std::string checkpointSpec(const std::string &checkpoint,
+                           const std::optional<std::string> &given,
+                           const std::string &how) {
+  if (given)
+    return *given;
+  fs::path beside = specPath(fs::path(checkpoint).parent_path());
+  if (!fs::exists(beside))
+    throw InputError("no spec.toml beside " + checkpoint +
+                     "; name the checkpoint's model spec with " + how);
+  return beside.string();
+}
+
 namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {

@@ -18,6 +18,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 namespace drc {
 
@@ -49,6 +50,13 @@ struct TrainSummary {
 std::filesystem::path checkpointPath(const std::filesystem::path &runDir);
 std::filesystem::path metricsPath(const std::filesystem::path &runDir);
 std::filesystem::path specPath(const std::filesystem::path &runDir);
+
+/// The model spec of `checkpoint`: `given` where set, else the spec.toml
+/// beside it (the run's, as drc-train writes it); an InputError when there
+/// is none, saying that `how` names one.
+std::string checkpointSpec(const std::string &checkpoint,
+                           const std::optional<std::string> &given,
+                           const std::string &how);
 
 /// Trains `program` on `corpus` as `spec` says. Throws InputError for a bad
 /// run directory (an existing run without --resume, a checkpoint of another

@@ -5,18 +5,20 @@
 #include "runtime/Evaluation.h"
 #include "runtime/Json.h"
 #include "runtime/ParameterBuffer.h"
+#include "runtime/Trainer.h"
 #include "tools/common/HostCompiler.h"
 
 #include <cstdio>
 
 namespace {
 
-const char *const kHelp = R"(usage: drc-eval SPEC --checkpoint FILE --data DIR
+const char *const kHelp = R"(usage: drc-eval [SPEC] --checkpoint FILE --data DIR
 
 Compiles SPEC for this CPU, loads the weights of FILE (a checkpoint written
 by drc-train for the same spec) and prints one JSON object: the validation
 loss over all domains of the corpus DIR and per domain, with each domain's
-byte-unigram entropy for scale.
+byte-unigram entropy for scale. SPEC is by default spec.toml beside FILE
+(drc-train writes it in its run directory).
 
 exit status: 0 success, 1 failure, 2 bad usage or bad input (a checkpoint
 of another spec names the first tensor that does not match).
@@ -26,8 +28,15 @@ int evalMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv, {"checkpoint", "data"}, {"help"});
   if (cl.printedHelp(kHelp))
     return 0;
-  drc::ModelSpec spec = drc::loadModelSpec(cl.onlyPositional("SPEC"));
   std::string checkpoint = cl.required("checkpoint");
+  if (cl.positional().size() > 1)
+    throw drc::UsageError("expected at most one SPEC, got " +
+                          std::to_string(cl.positional().size()));
+  std::optional<std::string> given;
+  if (!cl.positional().empty())
+    given = cl.positional().front();
+  drc::ModelSpec spec = drc::loadModelSpec(
+      drc::checkpointSpec(checkpoint, given, "SPEC, the first argument"));
   drc::Corpus corpus = drc::loadCorpus(cl.required("data"),
                                        static_cast<uint32_t>(spec.model.vocab));
   drc::HostCompiler compiler;

@@ -5,6 +5,7 @@
 #include "runtime/Error.h"
 #include "runtime/Json.h"
 #include "runtime/Probes.h"
+#include "runtime/Trainer.h"
 #include "tools/common/HostCompiler.h"
 #include "tools/common/ToolOutput.h"
 
@@ -46,12 +47,8 @@ int probeMain(int argc, char **argv) {
   if (cl.printedHelp(kHelp))
     return 0;
   std::string checkpoint = cl.onlyPositional("CHECKPOINT");
-  std::string specPath = cl.value("spec").value_or(
-      (std::filesystem::path(checkpoint).parent_path() / "spec.toml").string());
-  if (!cl.value("spec") && !std::filesystem::exists(specPath))
-    throw drc::UsageError("no spec.toml beside " + checkpoint +
-                          "; name the checkpoint's model spec with --spec");
-  drc::ModelSpec spec = drc::loadModelSpec(specPath);
+  drc::ModelSpec spec = drc::loadModelSpec(
+      drc::checkpointSpec(checkpoint, cl.value("spec"), "--spec"));
   int64_t batches = cl.integer("batches", 4, 1, 1 << 20);
   drc::Corpus corpus = drc::loadCorpus(cl.required("data"),
                                        static_cast<uint32_t>(spec.model.vocab));
