@@ -1,6 +1,7 @@
 //===- ModelSpecTest.cpp - A run's spec and the model fingerprint ---------===//
 #include "runtime/ModelSpec.h"
 
+#include "EditedText.h"
 #include "ScratchDirectory.h"
 
 #include <catch2/catch.hpp>
@@ -31,10 +32,7 @@ seed = 3
 
 /// kSpec with `from` replaced by `to` (which must occur).
 std::string edited(const std::string &from, const std::string &to) {
-  std::string text = kSpec;
-  size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
+  return drc::test::editedText(kSpec, from, to);
 }
 
 /// A scratch directory holding schemes/mine.mlir (the spec parser only

@@ -1,6 +1,7 @@
 //===- SweepSpecTest.cpp - Sweep grids: cells, shapes and bad input -------===//
 #include "runtime/SweepSpec.h"
 
+#include "EditedText.h"
 #include "InputErrorText.h"
 
 #include <catch2/catch.hpp>
@@ -39,10 +40,7 @@ lr = [1e-3, 2e-3]
 
 /// kGrid with `from` replaced by `to` (which must occur).
 std::string edited(const std::string &from, const std::string &to) {
-  std::string text = kGrid;
-  size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
+  return drc::test::editedText(kGrid, from, to);
 }
 
 } // namespace
