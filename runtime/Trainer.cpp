@@ -43,6 +43,30 @@ std::string checkpointSpec(const std::string &checkpoint,
   return beside.string();
 }
 
+void checkRunDirectory(const TrainOptions &options) {
+  if (!fs::exists(checkpointPath(options.runDir)))
+    return;
+  if (!options.resume)
+    throw InputError(options.runDir.string() +
+                     " already holds a run (checkpoint.safetensors); pass "
+                     "--resume to continue it or choose another --out");
+  // A run resumes with the spec it started with (its spec.toml, where the
+  // run wrote one): another learning rate, batch or schedule would not
+  // continue the same run.
+  fs::path stored = specPath(options.runDir);
+  if (options.specText.empty() || !fs::exists(stored))
+    return;
+  std::string difference =
+      specDifference(readInputFile(stored.string(), "run's spec"),
+                     stored.string(), options.specText);
+  if (!difference.empty())
+    throw InputError(stored.string() + ": the run has " + difference +
+                     "; a run resumes only with the spec, --steps and --seed "
+                     "it started with, which this file holds: drc-train " +
+                     stored.string() + " --data DIR --out " +
+                     options.runDir.string() + " --resume");
+}
+
 namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -62,24 +86,6 @@ int64_t killAfterStep() {
 /// would not reproduce the uninterrupted run.
 constexpr const char *kTotalStepsKey = "total_steps";
 
-/// A run resumes with the spec it started with (its spec.toml, where the run
-/// wrote one): another learning rate, batch or schedule would not continue
-/// the same run.
-void requireSameSpec(const TrainOptions &options) {
-  fs::path stored = specPath(options.runDir);
-  if (options.specText.empty() || !fs::exists(stored))
-    return;
-  std::string difference =
-      specDifference(readInputFile(stored.string(), "run's spec"),
-                     stored.string(), options.specText);
-  if (!difference.empty())
-    throw InputError(stored.string() + ": the run has " + difference +
-                     "; a run resumes only with the spec, --steps and --seed "
-                     "it started with, which this file holds: drc-train " +
-                     stored.string() + " --data DIR --out " +
-                     options.runDir.string() + " --resume");
-}
-
 } // namespace
 
 TrainSummary train(ModelProgram &program, const ModelSpec &spec,
@@ -87,10 +93,12 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   const ParameterTable &table = program.parameters();
   const std::string fingerprint = modelFingerprint(spec);
   const fs::path checkpoint = checkpointPath(options.runDir);
-  // The corpus is checked before anything is written.
+  // The corpus and the run directory are checked before anything is
+  // written.
   BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
                        spec.train.evalTokens);
   sampler.requireValidationBatch();
+  checkRunDirectory(options);
   std::error_code ec;
   fs::create_directories(options.runDir, ec);
   if (ec)
@@ -103,9 +111,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   TrainingBuffers buffers{params.data(), grads.data(), adamM.data(),
                           adamV.data()};
   int64_t start = 0;
-  bool hasCheckpoint = fs::exists(checkpoint);
-  if (options.resume && hasCheckpoint) {
-    requireSameSpec(options);
+  if (options.resume && fs::exists(checkpoint)) {
     TrainState state =
         loadCheckpoint(checkpoint.string(), table, fingerprint, params.data(),
                        adamM.data(), adamV.data());
@@ -118,10 +124,6 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                        (total == state.extra.end() ? "?" : total->second) +
                        " steps; resume it with the same --seed and --steps");
     start = state.step;
-  } else if (hasCheckpoint) {
-    throw InputError(options.runDir.string() +
-                     " already holds a run (checkpoint.safetensors); pass "
-                     "--resume to continue it or choose another --out");
   } else {
     initParameters(table, options.seed, params.data());
   }

@@ -51,6 +51,12 @@ std::filesystem::path checkpointPath(const std::filesystem::path &runDir);
 std::filesystem::path metricsPath(const std::filesystem::path &runDir);
 std::filesystem::path specPath(const std::filesystem::path &runDir);
 
+/// Refuses a run directory that holds a run (a checkpoint) unless
+/// `options.resume`, and a resume whose spec (options.specText) sets a key
+/// otherwise than the run's spec.toml. train() checks this first; a tool
+/// may check it before compiling.
+void checkRunDirectory(const TrainOptions &options);
+
 /// The model spec of `checkpoint`: `given` where set, else the spec.toml
 /// beside it (the run's, as drc-train writes it); an InputError when there
 /// is none, saying that `how` names one.
