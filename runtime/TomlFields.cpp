@@ -4,6 +4,7 @@
 #include "runtime/Error.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -167,14 +168,23 @@ std::string tomlValueText(const toml::node &value) {
   return os.str();
 }
 
+/// A key as TOML writes it: bare where it can be, quoted otherwise.
+std::string tomlKey(std::string_view key) {
+  bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  return bare ? std::string(key)
+              : tomlValueText(toml::value<std::string>(std::string(key)));
+}
+
 std::string tomlText(const toml::table &table, const std::string &prefix) {
   std::ostringstream os;
   for (const auto &[key, node] : table)
     if (!node.is_table())
-      os << key.str() << " = " << tomlValueText(node) << "\n";
+      os << tomlKey(key.str()) << " = " << tomlValueText(node) << "\n";
   for (const auto &[key, node] : table)
     if (node.is_table()) {
-      std::string name = prefix + std::string(key.str());
+      std::string name = prefix + tomlKey(key.str());
       os << (os.tellp() > 0 ? "\n" : "") << "[" << name << "]\n"
          << tomlText(*node.as_table(), name + ".");
     }

@@ -37,8 +37,12 @@ HostCompiler::HostCompiler() : ctx(compilerRegistry()) {
   });
 }
 
+std::string HostCompiler::withDiagnostics(const std::string &what) const {
+  return what + (diagnostics.empty() ? "" : ":\n" + diagnostics);
+}
+
 void HostCompiler::fail(const std::string &what) {
-  throw Error(what + (diagnostics.empty() ? "" : ":\n" + diagnostics));
+  throw Error(withDiagnostics(what));
 }
 
 mlir::OwningOpRef<mlir::ModuleOp>
@@ -46,8 +50,7 @@ HostCompiler::import(const ModelSpec &spec,
                      const mlir::drc::ImportOptions &options) {
   auto module = mlir::drc::importModelSpec(ctx, spec, options);
   if (mlir::failed(module))
-    throw InputError("compiling " + spec.path + " failed" +
-                     (diagnostics.empty() ? "" : ":\n" + diagnostics));
+    throw InputError(withDiagnostics("compiling " + spec.path + " failed"));
   return std::move(*module);
 }
 

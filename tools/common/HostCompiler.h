@@ -63,6 +63,8 @@ private:
   import(const ModelSpec &spec, const mlir::drc::ImportOptions &options = {});
   /// Throws Error with the diagnostics: compiling a built model failed.
   [[noreturn]] void fail(const std::string &what);
+  /// `what`, then the diagnostics reported so far, one per line.
+  std::string withDiagnostics(const std::string &what) const;
   mlir::MLIRContext ctx;
   std::string diagnostics;
 };

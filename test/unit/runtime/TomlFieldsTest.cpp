@@ -30,6 +30,7 @@ TEST_CASE("a TOML value is written in the fewest digits that read back the "
 
 TEST_CASE("a TOML table is written as its values, then its tables", "[toml]") {
   toml::table root = drc::parseToml(R"(top = 1
+"a key" = 2
 [model]
 vocab = 256 # a comment
 [model.inner]
@@ -38,8 +39,9 @@ x = 1e-3
 lr = 3e-4
 )",
                                     "test.toml");
-  CHECK(drc::tomlText(root) == "top = 1\n\n[model]\nvocab = 256\n\n"
-                               "[model.inner]\nx = 0.001\n\n[train]\n"
-                               "lr = 0.0003\n");
+  CHECK(drc::tomlText(root) ==
+        "'a key' = 2\ntop = 1\n\n[model]\nvocab = 256\n\n"
+        "[model.inner]\nx = 0.001\n\n[train]\n"
+        "lr = 0.0003\n");
   CHECK(drc::parseToml(drc::tomlText(root), "again.toml") == root);
 }
