@@ -43,7 +43,11 @@ std::string checkpointSpec(const std::string &checkpoint,
   return beside.string();
 }
 
-void checkRunDirectory(const TrainOptions &options) {
+void checkTrainingInputs(const ModelSpec &spec, const Corpus &corpus,
+                         const TrainOptions &options) {
+  BatchSampler(corpus, spec.train.batch, spec.model.seqLen,
+               spec.train.evalTokens)
+      .requireValidationBatch();
   if (!fs::exists(checkpointPath(options.runDir)))
     return;
   if (!options.resume)
@@ -93,12 +97,9 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   const ParameterTable &table = program.parameters();
   const std::string fingerprint = modelFingerprint(spec);
   const fs::path checkpoint = checkpointPath(options.runDir);
-  // The corpus and the run directory are checked before anything is
-  // written.
+  checkTrainingInputs(spec, corpus, options); // before anything is written
   BatchSampler sampler(corpus, spec.train.batch, spec.model.seqLen,
                        spec.train.evalTokens);
-  sampler.requireValidationBatch();
-  checkRunDirectory(options);
   std::error_code ec;
   fs::create_directories(options.runDir, ec);
   if (ec)

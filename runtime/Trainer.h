@@ -51,11 +51,13 @@ std::filesystem::path checkpointPath(const std::filesystem::path &runDir);
 std::filesystem::path metricsPath(const std::filesystem::path &runDir);
 std::filesystem::path specPath(const std::filesystem::path &runDir);
 
-/// Refuses a run directory that holds a run (a checkpoint) unless
-/// `options.resume`, and a resume whose spec (options.specText) sets a key
-/// otherwise than the run's spec.toml. train() checks this first; a tool
-/// may check it before compiling.
-void checkRunDirectory(const TrainOptions &options);
+/// Refuses, as train() does before it writes anything, a corpus with a
+/// domain whose validation windows do not fill one batch of `spec`, a run
+/// directory that holds a run (a checkpoint) unless `options.resume`, and a
+/// resume whose spec (options.specText) sets a key otherwise than the run's
+/// spec.toml. A tool calls it before compiling.
+void checkTrainingInputs(const ModelSpec &spec, const Corpus &corpus,
+                         const TrainOptions &options);
 
 /// The model spec of `checkpoint`: `given` where set, else the spec.toml
 /// beside it (the run's, as drc-train writes it); an InputError when there

@@ -182,7 +182,7 @@ int trainMain(int argc, char **argv) {
   options.specText = drc::runSpecText(spec, options.steps, options.seed);
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
-  drc::checkRunDirectory(options); // before minutes of compiling
+  drc::checkTrainingInputs(spec, corpus, options); // before compiling
 
   Program program = compileOrLoad(spec, cl, options.runDir);
   drc::ModelProgram &model = *program.model;
