@@ -170,12 +170,13 @@ int benchMain(int argc, char **argv) {
   for (const drc::SweepCell &cell : cells) {
     if (!instantiated.insert({cell.scheme, cell.nLayer}).second)
       continue;
-    try {
-      compiler.lower(cell.spec, mlir::drc::CompileStage::Drc);
-    } catch (const drc::Error &e) { // the grid's options, so bad input
-      throw drc::InputError(e.what());
-    }
+    compiler.lower(cell.spec, mlir::drc::CompileStage::Drc);
   }
+  // Every cell validates on the grid's batch, seq_len and eval_tokens.
+  const drc::ModelSpec &first = cells.front().spec;
+  drc::BatchSampler(corpus, first.train.batch, first.model.seqLen,
+                    first.train.evalTokens)
+      .requireValidationBatch();
   if (sweep.probeBatches) {
     drc::checkProbeBatches(cells.front().spec, corpus, sweep.probeBatches);
     drc::taskDomains(corpus); // an unknown TASK is refused before training
