@@ -11,7 +11,7 @@
 //           mean's direction at init: φ^head = 0, α^head = 0.01, b^head = 0)
 //   init    gap-8: φ = 0, α = 0.01, b^pre = ±8 (+8 on stream k mod n), b^post = 0,
 //           b^res = 0 on the diagonal and −8 off it
-module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20, mhc_head = false}, drc.option_min = {streams = 1}} {
+module attributes {drc.options = {streams = 4, sinkhorn_iterations = 20, mhc_head = false}, drc.option_min = {streams = 1, sinkhorn_iterations = 1}} {
   func.func @embed(%h0: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
     %n = drc.static "streams" : index
     %one = arith.constant 1.0 : f32
