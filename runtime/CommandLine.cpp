@@ -91,6 +91,9 @@ int runTool(const char *tool, int (*body)(int, char **), int argc,
     std::fprintf(stderr, "%s: error: %s (see %s --help)\n", tool, e.what(),
                  tool);
     return e.exitCode();
+  } catch (const Interrupted &e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return e.exitCode();
   } catch (const Error &e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
     return e.exitCode();

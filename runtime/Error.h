@@ -20,6 +20,7 @@ enum ExitCode : int {
   kExitFailure = 1, ///< a failure during work (I/O error, divergence, ...)
   kExitBadInput =
       2, ///< the user's input is wrong (spec, data, checkpoint, flags)
+  kExitInterrupted = 130, ///< stopped by SIGINT or SIGTERM, as shells count it
 };
 
 /// A failure with a message for the user.
@@ -38,6 +39,14 @@ class InputError : public Error {
 public:
   explicit InputError(const std::string &message)
       : Error(message, kExitBadInput) {}
+};
+
+/// The work stopped at a signal's request (Interrupt.h) after saving what
+/// it had done; the message says how to continue.
+class Interrupted : public Error {
+public:
+  explicit Interrupted(const std::string &message)
+      : Error(message, kExitInterrupted) {}
 };
 
 } // namespace drc

@@ -1,5 +1,6 @@
 //===- Trainer.cpp - The training loop -----------------------------------===//
 #include "runtime/Trainer.h"
+#include "runtime/Interrupt.h"
 
 #include "runtime/AtomicFile.h"
 #include "runtime/Checkpoint.h"
@@ -86,9 +87,30 @@ int64_t killAfterStep() {
   return value ? std::atoll(value) : -1;
 }
 
+/// The same for an interruption: DRC_FAULT_INTERRUPT_AFTER_STEP=N makes the
+/// process send itself SIGINT right after step N, as Ctrl-C would.
+int64_t interruptAfterStep() {
+  const char *value = std::getenv("DRC_FAULT_INTERRUPT_AFTER_STEP");
+  return value ? std::atoll(value) : -1;
+}
+
 /// The checkpoint's record of the schedule; a resume under another one
 /// would not reproduce the uninterrupted run.
 constexpr const char *kTotalStepsKey = "total_steps";
+
+/// A checkpoint taken between two evaluations (an interrupted run's) holds
+/// the sum and count of the training losses since the last one, so the
+/// resumed run logs the same mean train_loss as an uninterrupted run. The
+/// sum is written in hexadecimal floating point: exact.
+constexpr const char *kLossSumKey = "train_loss_sum";
+constexpr const char *kLossCountKey = "train_loss_count";
+
+std::string interruptedMessage(int signal, int64_t done, int64_t steps,
+                               const fs::path &checkpoint) {
+  return std::string("interrupted by ") + signalName(signal) + " after step " +
+         std::to_string(done) + " of " + std::to_string(steps) + ", which " +
+         checkpoint.string() + " holds";
+}
 
 } // namespace
 
@@ -112,6 +134,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   TrainingBuffers buffers{params.data(), grads.data(), adamM.data(),
                           adamV.data()};
   int64_t start = 0;
+  double lossSum = 0;
+  int64_t lossCount = 0;
   if (options.resume && fs::exists(checkpoint)) {
     TrainState state =
         loadCheckpoint(checkpoint.string(), table, fingerprint, params.data(),
@@ -125,6 +149,12 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                        (total == state.extra.end() ? "?" : total->second) +
                        " steps; resume it with the same --seed and --steps");
     start = state.step;
+    auto sum = state.extra.find(kLossSumKey);
+    auto count = state.extra.find(kLossCountKey);
+    if (sum != state.extra.end() && count != state.extra.end()) {
+      lossSum = std::strtod(sum->second.c_str(), nullptr);
+      lossCount = std::atoll(count->second.c_str());
+    }
   } else {
     initParameters(table, options.seed, params.data());
   }
@@ -149,10 +179,28 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   auto began = std::chrono::steady_clock::now();
   // Throughput leaves out this process's first step, which also pays for
   // first-touch page faults and starting the thread pool.
-  double trainSeconds = 0, lossSum = 0, lastGradNorm = 0;
+  double trainSeconds = 0, lastGradNorm = 0;
   std::vector<double> stepSeconds;
-  int64_t lossCount = 0, trained = 0;
-  const int64_t killAt = killAfterStep();
+  int64_t trained = 0;
+  const int64_t killAt = killAfterStep(), interruptAt = interruptAfterStep();
+  auto saveState = [&](int64_t done) {
+    TrainState state;
+    state.step = done;
+    state.seed = options.seed;
+    state.specFingerprint = fingerprint;
+    state.extra[kTotalStepsKey] = std::to_string(options.steps);
+    if (lossCount > 0) {
+      char sum[64];
+      std::snprintf(sum, sizeof sum, "%a", lossSum);
+      state.extra[kLossSumKey] = sum;
+      state.extra[kLossCountKey] = std::to_string(lossCount);
+    }
+    saveCheckpoint(checkpoint.string(), table, params.data(), adamM.data(),
+                   adamV.data(), state);
+  };
+  // Ctrl-C or SIGTERM from here on stops the run after its current step (and
+  // evaluation), with a checkpoint of that step.
+  InterruptRequests interrupts;
   TrainSummary summary;
   for (int64_t step = start; step < options.steps; ++step) {
     sampler.trainBatch(options.seed, step, inputs.data(), targets.data());
@@ -171,6 +219,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                                           : "no checkpoint was written"));
     if (step + 1 == killAt)
       std::raise(SIGKILL);
+    if (step + 1 == interruptAt)
+      std::raise(SIGINT);
     lossSum += r.loss;
     ++lossCount;
     lastGradNorm = r.gradNorm;
@@ -179,40 +229,44 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     progress.update(step + 1, double(trained) * tokensPerStep, detail);
 
     int64_t done = step + 1;
-    if (done % spec.train.evalEvery != 0 && done != options.steps)
+    // A signal during the last step lets the run finish.
+    const int stop = done < options.steps ? interrupts.requested() : 0;
+    bool evaluates = done % spec.train.evalEvery == 0 || done == options.steps;
+    if (!evaluates && !stop)
       continue;
     program.syncTrainingBuffers(buffers);
-    EvalResult eval = evaluate(program, params.data(), corpus, sampler);
-    JsonValue record = JsonValue::object();
-    record.set("step", done);
-    record.set("train_loss", lossSum / lossCount);
-    record.set("val_loss", eval.loss);
-    for (const DomainLoss &d : eval.domains)
-      record.set("val_loss_" + d.domain, d.loss);
-    if (eval.nextTwoLoss) {
-      record.set("val_loss_next2", *eval.nextTwoLoss);
+    if (evaluates) {
+      EvalResult eval = evaluate(program, params.data(), corpus, sampler);
+      JsonValue record = JsonValue::object();
+      record.set("step", done);
+      record.set("train_loss", lossSum / lossCount);
+      record.set("val_loss", eval.loss);
       for (const DomainLoss &d : eval.domains)
-        record.set("val_loss_next2_" + d.domain, *d.nextTwoLoss);
+        record.set("val_loss_" + d.domain, d.loss);
+      if (eval.nextTwoLoss) {
+        record.set("val_loss_next2", *eval.nextTwoLoss);
+        for (const DomainLoss &d : eval.domains)
+          record.set("val_loss_next2_" + d.domain, *d.nextTwoLoss);
+      }
+      record.set("lr", lr);
+      record.set("grad_norm", lastGradNorm);
+      record.set("tokens", done * tokensPerStep);
+      record.set("tokens_per_s",
+                 trainSeconds > 0
+                     ? double(stepSeconds.size()) * tokensPerStep / trainSeconds
+                     : 0.0);
+      record.set("elapsed_s", secondsSince(began));
+      metrics.write(record);
+      lossSum = 0;
+      lossCount = 0;
+      summary.final = eval;
     }
-    record.set("lr", lr);
-    record.set("grad_norm", lastGradNorm);
-    record.set("tokens", done * tokensPerStep);
-    record.set("tokens_per_s",
-               trainSeconds > 0
-                   ? double(stepSeconds.size()) * tokensPerStep / trainSeconds
-                   : 0.0);
-    record.set("elapsed_s", secondsSince(began));
-    metrics.write(record);
-    lossSum = 0;
-    lossCount = 0;
-    TrainState state;
-    state.step = done;
-    state.seed = options.seed;
-    state.specFingerprint = fingerprint;
-    state.extra[kTotalStepsKey] = std::to_string(options.steps);
-    saveCheckpoint(checkpoint.string(), table, params.data(), adamM.data(),
-                   adamV.data(), state);
-    summary.final = eval;
+    saveState(done);
+    if (stop) {
+      progress.finish();
+      throw Interrupted(
+          interruptedMessage(stop, done, options.steps, checkpoint));
+    }
   }
   progress.finish();
   if (start >= options.steps)

@@ -69,6 +69,8 @@ std::string checkpointSpec(const std::string &checkpoint,
 /// Trains `program` on `corpus` as `spec` says. Throws InputError for a bad
 /// run directory (an existing run without --resume, a checkpoint of another
 /// model or schedule) and Error on divergence; the last checkpoint stays.
+/// SIGINT or SIGTERM while it trains stops it after the current step (and
+/// its evaluation), which it checkpoints first: it throws Interrupted.
 TrainSummary train(ModelProgram &program, const ModelSpec &spec,
                    const Corpus &corpus, const TrainOptions &options);
 

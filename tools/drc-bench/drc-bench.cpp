@@ -42,7 +42,9 @@ grid, every cell's spec, the data, and every scheme instantiated at every
 depth. A sweep that is stopped (or killed) and started again with the same
 command skips the cells in results.jsonl (probing any that lack their
 probes) and resumes the interrupted cell from its last checkpoint; its
-results equal an uninterrupted sweep's.
+results equal an uninterrupted sweep's. Ctrl-C (SIGINT) or SIGTERM during
+a cell's training stops it after the current step with a checkpoint of
+that step, so the next start loses nothing; a second one ends it at once.
 
 options:
   --data DIR   corpus directory with one subdirectory per domain
@@ -54,7 +56,7 @@ options:
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
              2 bad usage or bad input (grid and its schemes, data, out
-               directory).
+               directory), 130 stopped by SIGINT or SIGTERM.
 )";
 
 void printPlan(const drc::SweepSpec &sweep,
@@ -230,7 +232,14 @@ int benchMain(int argc, char **argv) {
     options.resume = std::filesystem::exists(drc::checkpointPath(dir));
     options.specText = cell.specToml;
     options.progressLabel = label(cell, "step");
-    drc::TrainSummary summary = drc::train(*model, cell.spec, corpus, options);
+    drc::TrainSummary summary;
+    try {
+      summary = drc::train(*model, cell.spec, corpus, options);
+    } catch (const drc::Interrupted &e) {
+      throw drc::Interrupted("cell " + cell.id + " " + e.what() +
+                             "; run the same command again to resume the "
+                             "sweep there");
+    }
     results.add(cell, model->parameters().numParameters(), summary.final,
                 summary.wallSeconds, summary.tokensPerSecond);
     model.reset();

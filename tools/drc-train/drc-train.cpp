@@ -55,9 +55,13 @@ options:
                   so and launches the kernels one by one
   --help          this text
 
+Ctrl-C (SIGINT) or SIGTERM stops the run after its current step, with a
+checkpoint of that step that --resume continues exactly; a second one ends
+it at once.
+
 exit status: 0 success, 1 failure while training (e.g. divergence),
              2 bad usage or bad input (spec and its scheme, data, run
-               directory).
+               directory), 130 stopped by SIGINT or SIGTERM.
 )";
 
 /// The compiled program to train, on the device the command line names.
@@ -193,7 +197,15 @@ int trainMain(int argc, char **argv) {
                static_cast<long long>(model.parameters().numParameters()),
                corpus.domains.size(), static_cast<long long>(options.steps),
                static_cast<long long>(spec.tokensPerStep()));
-  drc::TrainSummary summary = drc::train(model, spec, corpus, options);
+  drc::TrainSummary summary;
+  try {
+    summary = drc::train(model, spec, corpus, options);
+  } catch (const drc::Interrupted &e) {
+    throw drc::Interrupted(
+        std::string(e.what()) + "; continue with: drc-train " +
+        drc::specPath(options.runDir).string() + " --data " + data + " --out " +
+        options.runDir.string() + " --resume");
+  }
   if (program.profile)
     std::fprintf(stderr,
                  "drc-train: kernel time, each launch waited for "
