@@ -176,7 +176,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   progressOptions.label = options.progressLabel;
   ProgressLine progress(options.progress, options.steps, progressOptions,
                         start);
-  auto began = std::chrono::steady_clock::now();
+  auto began = std::chrono::steady_clock::now(), lastSaved = began;
   // Throughput leaves out this process's first step, which also pays for
   // first-touch page faults and starting the thread pool.
   double trainSeconds = 0, lastGradNorm = 0;
@@ -232,7 +232,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
     // A signal during the last step lets the run finish.
     const int stop = done < options.steps ? interrupts.requested() : 0;
     bool evaluates = done % spec.train.evalEvery == 0 || done == options.steps;
-    if (!evaluates && !stop)
+    bool due = secondsSince(lastSaved) >= options.checkpointSeconds;
+    if (!evaluates && !stop && !due)
       continue;
     program.syncTrainingBuffers(buffers);
     if (evaluates) {
@@ -262,6 +263,7 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
       summary.final = eval;
     }
     saveState(done);
+    lastSaved = std::chrono::steady_clock::now();
     if (stop) {
       progress.finish();
       throw Interrupted(

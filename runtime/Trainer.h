@@ -30,6 +30,9 @@ struct TrainOptions {
   /// The run's spec (runSpecText), written to runDir/spec.toml when the run
   /// starts or, resumed, where that file is missing; empty: none.
   std::string specText;
+  /// Seconds of training after which a checkpoint is written even between
+  /// two evaluations, so a crash loses no more (0: after every step).
+  double checkpointSeconds = 600;
   std::FILE *progress = stderr;
   /// What the progress line starts with, before "<step>/<steps>" (a sweep
   /// puts its own progress there).

@@ -45,6 +45,7 @@ probes) and resumes the interrupted cell from its last checkpoint; its
 results equal an uninterrupted sweep's. Ctrl-C (SIGINT) or SIGTERM during
 a cell's training stops it after the current step with a checkpoint of
 that step, so the next start loses nothing; a second one ends it at once.
+A cell also checkpoints after every 10 minutes of training without one.
 
 options:
   --data DIR   corpus directory with one subdirectory per domain

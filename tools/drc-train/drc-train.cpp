@@ -23,9 +23,10 @@ Compiles the model spec SPEC (docs/spec.md) for this CPU, or for an NVIDIA
 GPU with --device cuda, and trains it on the corpus DIR (docs/data.md),
 writing RUNDIR/metrics.jsonl (one JSON object per evaluation) and
 RUNDIR/checkpoint.safetensors (docs/checkpoint.md) every [train] eval_every
-steps and at the end, and RUNDIR/spec.toml when the run starts: SPEC with
-the run's steps and seed and an absolute scheme_file, the spec drc-probe
-finds beside the checkpoint. Progress goes to stderr. At the end it prints the
+steps, after --checkpoint-seconds of training without one and at the end,
+and RUNDIR/spec.toml when the run starts: SPEC with the run's steps and
+seed and an absolute scheme_file, the spec drc-probe finds beside the
+checkpoint. Progress goes to stderr. At the end it prints the
 final validation loss, the mean tokens/s of this process's steps after the
 first, and the median and fastest step times (steadier than the mean on a
 shared machine).
@@ -37,6 +38,10 @@ options:
   --seed S        seed of parameter init and batch order (default: [train] seed)
   --resume        continue the run in RUNDIR from its checkpoint; the
                   resumed run's metrics equal an uninterrupted run's
+  --checkpoint-seconds S
+                  also checkpoint between evaluations once S seconds of
+                  training have passed since the last checkpoint (default
+                  600), so a crash loses at most that; 0: every step
   --no-fuse       compile every token-local op as its own kernel (no
                   drc.fused regions): the same numbers, for speed comparisons
   --device D      cpu (default) or cuda: GPU 0 through the CUDA driver,
@@ -171,7 +176,8 @@ Program compileOrLoad(const drc::ModelSpec &spec, const drc::CommandLine &cl,
 
 int trainMain(int argc, char **argv) {
   drc::CommandLine cl(argc, argv,
-                      {"data", "out", "steps", "seed", "device", "artifacts"},
+                      {"data", "out", "steps", "seed", "device", "artifacts",
+                       "checkpoint-seconds"},
                       {"resume", "no-fuse", "profile", "cuda-graph", "help"});
   if (cl.printedHelp(kHelp))
     return 0;
@@ -183,6 +189,8 @@ int trainMain(int argc, char **argv) {
   options.seed = static_cast<uint64_t>(
       cl.integer("seed", static_cast<int64_t>(spec.train.seed), 0, INT64_MAX));
   options.resume = cl.flag("resume");
+  options.checkpointSeconds = static_cast<double>(
+      cl.integer("checkpoint-seconds", 600, 0, int64_t(1) << 40));
   options.specText = drc::runSpecText(spec, options.steps, options.seed);
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
