@@ -60,9 +60,10 @@ options:
                   so and launches the kernels one by one
   --help          this text
 
-Ctrl-C (SIGINT) or SIGTERM stops the run after its current step, with a
-checkpoint of that step that --resume continues exactly; a second one ends
-it at once.
+Ctrl-C (SIGINT) or SIGTERM while it trains stops the run after its current
+step, with a checkpoint of that step that --resume continues exactly (a
+signal while it compiles ends it at once, losing no training); a second one
+ends it at once.
 
 exit status: 0 success, 1 failure while training (e.g. divergence),
              2 bad usage or bad input (spec and its scheme, data, run
