@@ -11,8 +11,6 @@
 #ifndef DRC_RUNTIME_INTERRUPT_H
 #define DRC_RUNTIME_INTERRUPT_H
 
-#include "runtime/Error.h"
-
 #include <csignal>
 
 namespace drc {

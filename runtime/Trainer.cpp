@@ -79,18 +79,13 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// Fault injection for the resume tests: DRC_FAULT_KILL_AFTER_STEP=N makes
-/// the process SIGKILL itself right after optimizer step N, as a crash or an
-/// OOM killer would, between two checkpoints.
-int64_t killAfterStep() {
-  const char *value = std::getenv("DRC_FAULT_KILL_AFTER_STEP");
-  return value ? std::atoll(value) : -1;
-}
-
-/// The same for an interruption: DRC_FAULT_INTERRUPT_AFTER_STEP=N makes the
-/// process send itself SIGINT right after step N, as Ctrl-C would.
-int64_t interruptAfterStep() {
-  const char *value = std::getenv("DRC_FAULT_INTERRUPT_AFTER_STEP");
+/// Fault injection for the resume tests: the step after which the process
+/// raises a signal, from the environment variable `name` (-1: none).
+/// DRC_FAULT_KILL_AFTER_STEP=N: SIGKILL right after optimizer step N, as a
+/// crash or an OOM killer would, between two checkpoints;
+/// DRC_FAULT_INTERRUPT_AFTER_STEP=N: SIGINT there, as Ctrl-C would.
+int64_t faultStep(const char *name) {
+  const char *value = std::getenv(name);
   return value ? std::atoll(value) : -1;
 }
 
@@ -182,7 +177,8 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   double trainSeconds = 0, lastGradNorm = 0;
   std::vector<double> stepSeconds;
   int64_t trained = 0;
-  const int64_t killAt = killAfterStep(), interruptAt = interruptAfterStep();
+  const int64_t killAt = faultStep("DRC_FAULT_KILL_AFTER_STEP"),
+                interruptAt = faultStep("DRC_FAULT_INTERRUPT_AFTER_STEP");
   auto saveState = [&](int64_t done) {
     TrainState state;
     state.step = done;

@@ -190,8 +190,9 @@ int trainMain(int argc, char **argv) {
   options.seed = static_cast<uint64_t>(
       cl.integer("seed", static_cast<int64_t>(spec.train.seed), 0, INT64_MAX));
   options.resume = cl.flag("resume");
-  options.checkpointSeconds = static_cast<double>(
-      cl.integer("checkpoint-seconds", 600, 0, int64_t(1) << 40));
+  options.checkpointSeconds = static_cast<double>(cl.integer(
+      "checkpoint-seconds", static_cast<int64_t>(options.checkpointSeconds), 0,
+      int64_t(1) << 40));
   options.specText = drc::runSpecText(spec, options.steps, options.seed);
   drc::Corpus corpus =
       drc::loadCorpus(data, static_cast<uint32_t>(spec.model.vocab));
