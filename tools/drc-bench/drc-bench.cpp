@@ -4,6 +4,7 @@
 #include "runtime/Corpus.h"
 #include "runtime/ProbeReport.h"
 #include "runtime/Probes.h"
+#include "runtime/Safetensors.h"
 #include "runtime/SweepReport.h"
 #include "runtime/SweepResults.h"
 #include "runtime/TomlFields.h"
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 namespace {
@@ -50,7 +52,11 @@ A cell also checkpoints after every 10 minutes of training without one.
 options:
   --data DIR   corpus directory with one subdirectory per domain
   --out DIR    sweep directory (created if missing)
-  --plan       print the cells (shapes, parameters, steps) and stop
+  --plan       print the cells (shapes, parameters, steps) and stop (no
+               --data needed); with --out, also where each cell stands
+               there (done with its loss and training time, at step S of
+               an interrupted run, or to do) and how long the cells left
+               train at the done ones' mean time
   --report     write report.md and the plots from DIR/results.jsonl and
                the cells' probes.json, and stop (no --data needed)
   --help       this text
@@ -60,24 +66,96 @@ exit status: 0 success, 1 failure while training (e.g. divergence),
                directory), 130 stopped by SIGINT or SIGTERM.
 )";
 
+/// `seconds` to the precision a progress line needs: "40 s", "12 min".
+std::string roughDuration(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, seconds < 90 ? "%.0f s" : "%.0f min",
+                seconds < 90 ? seconds : seconds / 60);
+  return text;
+}
+
+constexpr const char *kToDo = "to do";
+
+/// Where `cell` stands in the sweep directory `out`: "done" with its loss
+/// and training time (`record`, its results.jsonl record), "at step S" when
+/// its run directory holds a checkpoint (a start resumes there), or "to do".
+std::string cellStatus(const drc::SweepCell &cell, const drc::JsonValue *record,
+                       const std::filesystem::path &out) {
+  char text[96];
+  if (record) {
+    std::snprintf(text, sizeof text, "done: val_loss %.4f, %s",
+                  record->find("val_loss")->asDouble(),
+                  roughDuration(record->find("wall_s")->asDouble()).c_str());
+    return text;
+  }
+  std::filesystem::path checkpoint =
+      drc::checkpointPath(out / "cells" / cell.id);
+  if (!std::filesystem::exists(checkpoint))
+    return kToDo;
+  drc::SafetensorsFile file(checkpoint.string());
+  auto step = file.metadata().find("step");
+  if (step == file.metadata().end())
+    throw drc::InputError(checkpoint.string() +
+                          " has no training step in its metadata: not a "
+                          "drc-train checkpoint");
+  return "at step " + step->second;
+}
+
+/// The cells, and with `out` (a sweep directory, which may not exist yet)
+/// where each stands and how long the rest may take.
 void printPlan(const drc::SweepSpec &sweep,
-               const std::vector<drc::SweepCell> &cells) {
+               const std::vector<drc::SweepCell> &cells,
+               const std::optional<std::filesystem::path> &out) {
   std::printf("%zu cells: %zu schemes x %zu depths (budget %lld parameters, "
               "%s), learning rates and seeds as listed\n",
               cells.size(), sweep.schemes.size(), sweep.nLayers.size(),
               static_cast<long long>(sweep.budget),
               sweep.budgetMode == drc::Budget::Total ? "all parameters"
                                                      : "backbone only");
-  std::printf("%-28s %8s %8s %8s %12s %8s %10s %10s %6s\n", "cell", "n_layer",
-              "d_model", "d/L", "budget N", "dev", "steps", "lr", "seed");
-  for (const drc::SweepCell &c : cells)
-    std::printf("%-28s %8lld %8lld %8.1f %12lld %+7.2f%% %10lld %10g %6llu\n",
+  std::optional<drc::SweepResults> results;
+  if (out)
+    results.emplace(*out / "results.jsonl");
+  std::printf("%-28s %8s %8s %8s %12s %8s %10s %10s %6s%s\n", "cell", "n_layer",
+              "d_model", "d/L", "budget N", "dev", "steps", "lr", "seed",
+              out ? "  status" : "");
+  size_t done = 0, started = 0;
+  double trained = 0;
+  for (const drc::SweepCell &c : cells) {
+    std::string status;
+    if (out) {
+      const drc::JsonValue *record = results->find(c);
+      std::string state = cellStatus(c, record, *out);
+      status = "  " + state;
+      done += record != nullptr;
+      started += !record && state != kToDo;
+      trained += record ? record->find("wall_s")->asDouble() : 0;
+    }
+    std::printf("%-28s %8lld %8lld %8.1f %12lld %+7.2f%% %10lld %10g %6llu%s\n",
                 c.id.c_str(), static_cast<long long>(c.nLayer),
                 static_cast<long long>(c.shape.dModel),
                 double(c.shape.dModel) / double(c.nLayer),
                 static_cast<long long>(c.shape.params),
                 100.0 * c.shape.deviation, static_cast<long long>(c.steps),
-                c.lr, static_cast<unsigned long long>(c.seed));
+                c.lr, static_cast<unsigned long long>(c.seed), status.c_str());
+  }
+  if (!out)
+    return;
+  std::printf("%s: %zu of %zu cells done", out->string().c_str(), done,
+              cells.size());
+  if (done)
+    std::printf(" (%s of training)", roughDuration(trained).c_str());
+  if (started)
+    std::printf(", %zu started", started);
+  if (done && done < cells.size())
+    // Training alone, at the done cells' mean: compiles and probes add to
+    // it, and deeper or multi-stream cells take longer than shallow ones.
+    std::printf(
+        "; the %zu left train for about %s at the done cells' "
+        "mean",
+        cells.size() - done,
+        roughDuration(trained / double(done) * double(cells.size() - done))
+            .c_str());
+  std::printf("\n");
 }
 
 std::filesystem::path probesPath(const std::filesystem::path &out,
@@ -150,7 +228,9 @@ int benchMain(int argc, char **argv) {
   drc::SweepSpec sweep = drc::loadSweepSpec(cl.onlyPositional("GRID"));
   std::vector<drc::SweepCell> cells = drc::planSweep(sweep);
   if (cl.flag("plan")) {
-    printPlan(sweep, cells);
+    std::optional<std::string> out = cl.value("out");
+    printPlan(sweep, cells,
+              out ? std::optional<std::filesystem::path>(*out) : std::nullopt);
     return 0;
   }
   std::filesystem::path out = cl.required("out");
@@ -258,15 +338,12 @@ int benchMain(int argc, char **argv) {
     // The cells left at this run's mean time per cell (compiles included):
     // a rough guide, since deeper and multi-stream cells take longer.
     double left = elapsed / ranHere * double(cells.size() - done);
-    char eta[32];
-    std::snprintf(eta, sizeof eta, left < 90 ? "%.0f s" : "%.0f min",
-                  left < 90 ? left : left / 60);
-    sweepLeft = eta;
+    sweepLeft = roughDuration(left);
     std::fprintf(stderr,
                  "drc-bench: cell %zu/%zu %s: val_loss %.4f (%zu of %zu "
                  "cells done, %.0f s in this run, about %s left)\n",
                  i + 1, cells.size(), cell.id.c_str(), summary.final.loss, done,
-                 cells.size(), elapsed, eta);
+                 cells.size(), elapsed, sweepLeft.c_str());
   }
   std::printf("%zu cells done; results in %s\n", cells.size(),
               results.file().string().c_str());
