@@ -136,12 +136,23 @@ sliceOrigin(RewriterBase &rewriter, Location loc, tensor::ExtractSliceOp slice,
   return {source, offsets};
 }
 
-constexpr int64_t kDotLanes = 16;
 constexpr int64_t kDotResultElements = 4096;
 
+/// The lanes of a dot product's partial sums over `k` terms: 16 (one
+/// AVX-512 register), or 8 where k is a multiple of 8 but not of 16 (a
+/// DepthBench width such as d_model 56, whose projections otherwise ran as
+/// scalar code); 0 when k is not a multiple of 8 or has fewer than 4
+/// groups of lanes.
+int64_t dotLanes(int64_t k) {
+  for (int64_t lanes : {16, 8})
+    if (k % lanes == 0 && k / lanes >= 4)
+      return lanes;
+  return 0;
+}
+
 /// Whether scheduleDotProducts applies to `op`: a matmul in a fused tile
-/// reading B [n, k], k a multiple of kDotLanes of at least 4 of them, and a
-/// result of at most kDotResultElements.
+/// reading B [n, k], k with dotLanes, and a result of at most
+/// kDotResultElements.
 bool runsAsDotProducts(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (!isa<linalg::MatmulOp>(op) || ShapedType::isDynamicShape(ranges) ||
@@ -151,25 +162,26 @@ bool runsAsDotProducts(linalg::LinalgOp op) {
   AffineMap identity = AffineMap::getMultiDimIdentityMap(3, op.getContext());
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   return maps[0] == identity.getSubMap({0, 2}) &&
-         maps[1] == identity.getSubMap({1, 2}) && k % kDotLanes == 0 &&
-         k / kDotLanes >= 4 && m * n <= kDotResultElements;
+         maps[1] == identity.getSubMap({1, 2}) && dotLanes(k) &&
+         m * n <= kDotResultElements;
 }
 
 /// A fused region's coefficient projection, x̂ [16, 1024] · φᵀ with φ
 /// [16, 1024] read [n, k]: a register tile vectorised along n would gather
 /// each B column from n rows 4 KB apart. Both operands are contiguous along
 /// k, so it runs as dot products: for each register tile of up to 4 x 4
-/// results, 16-lane partial sums acc[i, j, l] = Σ_kk A[i, 16 kk + l] ·
-/// B[j, 16 kk + l] start at zero in registers, then the lanes of each are
-/// summed (a horizontal reduction) and added to C[i, j]. The partial sums
-/// never touch memory: kept in a buffer, LLVM zeroed it and summed its
-/// lanes with scatters and gathers, as slow as the dot products themselves.
+/// results, partial sums over L = dotLanes(k) lanes, acc[i, j, l] =
+/// Σ_kk A[i, L kk + l] · B[j, L kk + l], start at zero in registers, then
+/// the lanes of each are summed (a horizontal reduction) and added to
+/// C[i, j]. The partial sums never touch memory: kept in a buffer, LLVM
+/// zeroed it and summed its lanes with scatters and gathers, as slow as the
+/// dot products themselves.
 /// Returns false (nothing changed) when `op` is not such a matmul.
 bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
   if (!runsAsDotProducts(op))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  int64_t m = ranges[0], n = ranges[1], k = ranges[2];
+  int64_t m = ranges[0], n = ranges[1], k = ranges[2], width = dotLanes(k);
   int64_t rn = dividing(n, {4, 2, 1}), rm = dividing(m, {16 / rn, 4, 2, 1});
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
@@ -183,7 +195,7 @@ bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
   Value zero = index(0),
         padding = arith::ConstantOp::create(rewriter, loc, element,
                                             rewriter.getZeroAttr(element));
-  auto accType = VectorType::get({rm, rn, kDotLanes}, element);
+  auto accType = VectorType::get({rm, rn, width}, element);
   auto tileType = VectorType::get({rm, rn}, element);
   Value zeros = arith::ConstantOp::create(
       rewriter, loc, accType,
@@ -208,8 +220,7 @@ bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
             builder, loc, zero, index(n), index(rn), c,
             [&](OpBuilder &builder, Location loc, Value j, ValueRange c) {
               auto lanes = scf::ForOp::create(
-                  builder, loc, zero, index(k), index(kDotLanes),
-                  ValueRange{zeros},
+                  builder, loc, zero, index(k), index(width), ValueRange{zeros},
                   [&](OpBuilder &builder, Location loc, Value kk,
                       ValueRange acc) {
                     Value rows = vector::TransferReadOp::create(
@@ -224,7 +235,7 @@ bool scheduleDotProducts(RewriterBase &rewriter, linalg::LinalgOp op) {
                                                                acc.front())
                                              .getResult());
                   });
-              // Each dot product's 16 lanes summed onto its C element.
+              // Each dot product's lanes summed onto its C element.
               Value after = vector::TransferReadOp::create(
                   builder, loc, tileType, c.front(), ValueRange{i, j}, padding,
                   inBounds2);
@@ -1029,6 +1040,97 @@ void vectoriseSmallElementwise(RewriterBase &rewriter, linalg::GenericOp op,
   flat.apply(loop);
 }
 
+/// Lets LLVM vectorise the reductions that stay loops (row sums of norms and
+/// softmaxes, narrow matmuls whose shape no register tile divides): their
+/// float arithmetic may be reassociated and contracted into FMAs. The
+/// summation order is then fixed by the compiled code (partial sums per
+/// vector lane), the same on every run and thread count. Matmuls left scalar
+/// are generics by then, so their bodies carry the flags too. Elementwise
+/// bodies may contract a product and a sum into one FMA (HC's stream mix,
+/// Σ_i A_ij H_i + β_j f, is a multiply and four FMAs where it was five
+/// multiplies and four adds): one rounding less, the order of the
+/// operations unchanged. The GPU pipeline does not: its PTX keeps mul.rn
+/// and add.rn apart.
+void relaxFloatMath(Operation *root) {
+  root->walk([&](linalg::GenericOp op) {
+    arith::FastMathFlags added = arith::FastMathFlags::contract;
+    if (op.getNumReductionLoops())
+      added = added | arith::FastMathFlags::reassoc;
+    op.getBody()->walk([&](arith::ArithFastMathInterface math) {
+      arith::FastMathFlagsAttr had = math.getFastMathFlagsAttr();
+      arith::FastMathFlags flags =
+          had ? had.getValue() : arith::FastMathFlags::none;
+      math->setAttr(
+          math.getFastMathAttrName(),
+          arith::FastMathFlagsAttr::get(op.getContext(), flags | added));
+    });
+  });
+}
+
+/// The longest row that vectoriseRowReduction reads as one vector: 16
+/// AVX-512 registers.
+constexpr int64_t kMaxVectorRow = 256;
+
+/// A fused region's sum along rows whose length is not a multiple of 16 (a
+/// norm's Σ_c x² or HC's dA = Σ_c h dH' at d_model 56, a DepthBench
+/// width): the summed axis is the innermost loop and each operand reads it
+/// contiguously or not at all. LLVM unrolls such a short row loop whole and
+/// then vectorises across rows instead, gathering every element (HC at
+/// d_model 56 spent a quarter of its fused regions' samples in two such
+/// sums); rows of a multiple of 16 it vectorises along the row.
+bool isNarrowRowReduction(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || !op->getParentOfType<scf::ForallOp>())
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned row = ranges.size() - 1;
+  int64_t extent = ranges.back();
+  if (ShapedType::isDynamicShape(ranges) ||
+      op.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
+      extent % 16 == 0 || extent % 8 != 0 || extent > kMaxVectorRow)
+    return false;
+  return llvm::all_of(op.getIndexingMapsArray(), [&](AffineMap map) {
+    if (!map.isProjectedPermutation())
+      return false;
+    std::optional<unsigned> at =
+        map.getResultPosition(getAffineDimExpr(row, op.getContext()));
+    return !at || *at == map.getNumResults() - 1;
+  });
+}
+
+/// Vectorises a narrow row reduction (isNarrowRowReduction) one row at a
+/// time: loops over the other axes, and in each a read of the row as one
+/// vector, the body's arithmetic on it and one vector.reduction of its
+/// lanes onto the result (`rowSums`: the lowering of the vectoriser's
+/// vector.multi_reduction). The lanes are summed as a tree, in an order the
+/// compiled code fixes, as in LLVM's vectorised sums (relaxFloatMath). A
+/// kernel the vectoriser rejects stays a loop nest (correct, slower).
+void vectoriseRowReduction(RewriterBase &rewriter, linalg::GenericOp op,
+                           const FrozenRewritePatternSet &rowSums) {
+  relaxFloatMath(op);
+  SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+  sizes.back() = 0;
+  auto rows = tile(rewriter, op, sizes, /*forall=*/false);
+  if (failed(rows) || rows->tiledOps.size() != 1)
+    return;
+  Operation *row = rows->tiledOps.front();
+  rewriter.setInsertionPoint(row);
+  if (failed(linalg::vectorizeOpPrecondition(row)))
+    return;
+  auto vectorized = linalg::vectorize(rewriter, row);
+  if (failed(vectorized))
+    return;
+  rewriter.replaceOp(row, vectorized->replacements);
+  // Each row's vector.multi_reduction to one vector.reduction, whose lanes
+  // may be summed in any order (a tree).
+  Operation *loop = rows->loops.front();
+  (void)applyPatternsGreedily(loop, rowSums);
+  loop->walk([](vector::ReductionOp sum) {
+    sum.setFastmathAttr(arith::FastMathFlagsAttr::get(
+        sum.getContext(), sum.getFastmath() | arith::FastMathFlags::reassoc));
+  });
+}
+
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.
 bool isLargeTensorFill(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
@@ -1207,33 +1309,6 @@ LogicalResult scheduleTranspose(RewriterBase &rewriter, linalg::GenericOp op) {
                                  std::move(shuffles));
 }
 
-/// Lets LLVM vectorise the reductions that stay loops (row sums of norms and
-/// softmaxes, narrow matmuls whose shape no register tile divides): their
-/// float arithmetic may be reassociated and contracted into FMAs. The
-/// summation order is then fixed by the compiled code (partial sums per
-/// vector lane), the same on every run and thread count. Matmuls left scalar
-/// are generics by then, so their bodies carry the flags too. Elementwise
-/// bodies may contract a product and a sum into one FMA (HC's stream mix,
-/// Σ_i A_ij H_i + β_j f, is a multiply and four FMAs where it was five
-/// multiplies and four adds): one rounding less, the order of the
-/// operations unchanged. The GPU pipeline does not: its PTX keeps mul.rn
-/// and add.rn apart.
-void relaxFloatMath(Operation *root) {
-  root->walk([&](linalg::GenericOp op) {
-    arith::FastMathFlags added = arith::FastMathFlags::contract;
-    if (op.getNumReductionLoops())
-      added = added | arith::FastMathFlags::reassoc;
-    op.getBody()->walk([&](arith::ArithFastMathInterface math) {
-      arith::FastMathFlagsAttr had = math.getFastMathFlagsAttr();
-      arith::FastMathFlags flags =
-          had ? had.getValue() : arith::FastMathFlags::none;
-      math->setAttr(
-          math.getFastMathAttrName(),
-          arith::FastMathFlagsAttr::get(op.getContext(), flags | added));
-    });
-  });
-}
-
 /// Keeps each C tile in registers across its k loop. Runs after
 /// canonicalization has hoisted the transfers' constant indices; the first
 /// round hoists the tensor slice, the second the vector transfers on it.
@@ -1317,6 +1392,17 @@ struct CpuTileAndVectorizePass
     FlatArithmetic flat(&getContext());
     for (linalg::GenericOp op : small)
       vectoriseSmallElementwise(rewriter, op, flat);
+    SmallVector<linalg::GenericOp> narrowRows;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isNarrowRowReduction(op))
+        narrowRows.push_back(op);
+    });
+    RewritePatternSet rowSumPatterns(&getContext());
+    vector::populateVectorMultiReductionLoweringPatterns(
+        rowSumPatterns, vector::VectorMultiReductionLowering::InnerReduction);
+    FrozenRewritePatternSet rowSums(std::move(rowSumPatterns));
+    for (linalg::GenericOp op : narrowRows)
+      vectoriseRowReduction(rewriter, op, rowSums);
     // Kernels outside fused regions.
     SmallVector<linalg::GenericOp> generics;
     for (auto generic : getOperation().getBody().getOps<linalg::GenericOp>())

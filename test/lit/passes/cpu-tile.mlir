@@ -311,6 +311,65 @@ func.func @tile_projection(%x: tensor<256x1024xf32>, %phi: tensor<16x1024xf32>, 
   return %r : tensor<256x16xf32>
 }
 
+// At d_model 56 (a DepthBench width, not a multiple of 16) a projection's
+// dot products run on 8 lanes, 7 steps of them.
+// CHECK-LABEL: func.func @narrow_tile_projection
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4x4x8xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c56 step %c8 iter_args(%{{.*}} = %[[ZERO]]) -> (vector<4x4x8xf32>)
+// CHECK: vector.fma {{.*}} : vector<4x4x8xf32>
+// CHECK-COUNT-16: vector.reduction <add>, %{{.*}}, %{{.*}} fastmath<reassoc> : vector<8xf32> into f32
+// CHECK-NOT: linalg.
+// CHECK: return
+#a56 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bt56 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c56 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @narrow_tile_projection(%x: tensor<2048x56xf32>, %phi: tensor<4x56xf32>, %z: tensor<2048x4xf32>) -> tensor<2048x4xf32> {
+  %r = scf.forall (%t) = (0) to (2048) step (256) shared_outs(%o = %z) -> (tensor<2048x4xf32>) {
+    %xs = tensor.extract_slice %x[%t, 0] [256, 56] [1, 1] : tensor<2048x56xf32> to tensor<256x56xf32>
+    %zs = tensor.extract_slice %o[%t, 0] [256, 4] [1, 1] : tensor<2048x4xf32> to tensor<256x4xf32>
+    %p = linalg.matmul indexing_maps = [#a56, #bt56, #c56] ins(%xs, %phi : tensor<256x56xf32>, tensor<4x56xf32>) outs(%zs : tensor<256x4xf32>) -> tensor<256x4xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %p into %o[%t, 0] [256, 4] [1, 1] : tensor<256x4xf32> into tensor<2048x4xf32>
+    }
+  }
+  return %r : tensor<2048x4xf32>
+}
+
+// A fused tile's sums of squares along rows of 56 (a norm of each of 4
+// streams at d_model 56): one row at a time, read as one vector, squared,
+// and its lanes summed onto the result by one reassociating reduction. Left
+// to LLVM, the 56-step row loop was unrolled and vectorised across rows
+// with gathers.
+// CHECK-LABEL: func.func @narrow_row_sums
+// CHECK: scf.forall
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %c64 step %c1
+// CHECK: scf.for %[[S:.*]] = %{{.*}} to %c4 step %c1
+// CHECK: %[[ROW:.*]] = vector.transfer_read {{.*}} : tensor<1x1x56xf32>, vector<1x1x56xf32>
+// CHECK: %[[SQ:.*]] = arith.mulf %[[ROW]], %[[ROW]] fastmath<reassoc,contract> : vector<1x1x56xf32>
+// CHECK: %[[FLAT:.*]] = vector.extract %[[SQ]][0, 0] : vector<56xf32> from vector<1x1x56xf32>
+// CHECK: vector.reduction <add>, %[[FLAT]], %{{.*}} fastmath<reassoc> : vector<56xf32> into f32
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#rows56 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sums56 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @narrow_row_sums(%h: tensor<2048x4x56xf32>, %z: tensor<2048x4xf32>) -> tensor<2048x4xf32> {
+  %r = scf.forall (%t) = (0) to (2048) step (64) shared_outs(%o = %z) -> (tensor<2048x4xf32>) {
+    %hs = tensor.extract_slice %h[%t, 0, 0] [64, 4, 56] [1, 1, 1] : tensor<2048x4x56xf32> to tensor<64x4x56xf32>
+    %zs = tensor.extract_slice %o[%t, 0] [64, 4] [1, 1] : tensor<2048x4xf32> to tensor<64x4xf32>
+    %s = linalg.generic {indexing_maps = [#rows56, #sums56], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%hs : tensor<64x4x56xf32>) outs(%zs : tensor<64x4xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %sq = arith.mulf %v, %v : f32
+      %sum = arith.addf %acc, %sq : f32
+      linalg.yield %sum : f32
+    } -> tensor<64x4xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %s into %o[%t, 0] [64, 4] [1, 1] : tensor<64x4xf32> into tensor<2048x4xf32>
+    }
+  }
+  return %r : tensor<2048x4xf32>
+}
+
 // HC's three coefficient projections of one 16-token tile (64 stream rows)
 // share the tile: merged, the rows are read once. The weights are stacked
 // [6, 256] before the loop; each result is a column slice.
