@@ -470,6 +470,23 @@ func.func @causal_products(%q: tensor<2x64x16xf32>, %kt: tensor<2x16x64xf32>,
   return %s, %o, %d : tensor<2x64x64xf32>, tensor<2x64x16xf32>, tensor<2x64x16xf32>
 }
 
+// A head of 14 (d_model 56 with 4 heads, not a multiple of 8): one register
+// tile spans the head, 8 rows of 14 lanes, instead of tiles two columns
+// wide (the largest power of two dividing 14).
+// CHECK-LABEL: func.func @narrow_head
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c8
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<1x8x14xf32>)
+// CHECK: vector.contract {{.*}} : vector<1x8x1xf32>, vector<1x1x14xf32> into vector<1x8x14xf32>
+func.func @narrow_head(%p: tensor<2x64x64xf32>, %v: tensor<2x64x14xf32>) -> tensor<2x64x14xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x64x14xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%e : tensor<2x64x14xf32>) -> tensor<2x64x14xf32>
+  %o = linalg.batch_matmul {drc.causal = "prefix"}
+      ins(%p, %v : tensor<2x64x64xf32>, tensor<2x64x14xf32>)
+      outs(%o0 : tensor<2x64x14xf32>) -> tensor<2x64x14xf32>
+  return %o : tensor<2x64x14xf32>
+}
+
 // A matmul that starts from zeros starts each register tile from zeros:
 // its 8 x 32 accumulator starts as a zero vector in registers, and C is
 // never filled (no pass over memory before the product writes it, and no

@@ -494,18 +494,20 @@ TEST_CASE("causal_attention gradients match finite differences", "[gradient]") {
 // attention product into several row and column tiles, where a causal
 // product skips the tiles and terms above the diagonal (seq 64), and its k
 // loop into 256-long blocks (seq 1024): the forward equals a scalar
-// reference and the gradients finite differences. A head of 12 (not a
-// multiple of 8: DepthBench's d_model 112 with 4 heads has 28) takes
-// register tiles 4 wide: left scalar, its products read the scores above
-// the diagonal, which the softmax never writes.
+// reference and the gradients finite differences. Heads that are not
+// multiples of 8 (the mini sweep's d_model 56, 80 and 112 with 4 heads
+// have 14, 20 and 28): one of 12 takes one register tile across the head,
+// each row one vector of 12 lanes, one of 20 tiles 4 columns wide; left
+// scalar, their products would read the scores above the diagonal, which
+// the softmax never writes.
 TEST_CASE("causal_attention skips the masked tiles of long sequences exactly",
           "[gradient]") {
   struct Shape {
     int tokens, width, seqLen, nHead, perParam;
   };
   for (Shape shape : {Shape{128, 16, 64, 2, 24}, Shape{1024, 8, 1024, 1, 4},
-                      Shape{128, 24, 64, 2, 24}}) {
-    INFO("seq_len " << shape.seqLen);
+                      Shape{128, 24, 64, 2, 24}, Shape{128, 40, 64, 2, 24}}) {
+    INFO("seq_len " << shape.seqLen << ", head " << shape.width / shape.nHead);
     std::string qkv =
         std::to_string(shape.tokens) + "x" + std::to_string(shape.width);
     std::string type = "tensor<" + qkv + "xf64>";
