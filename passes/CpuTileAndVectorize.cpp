@@ -505,44 +505,73 @@ struct OverwriteFill : OpRewritePattern<vector::TransferWriteOp> {
 /// and the loads, not the FMAs, set its pace. It is split into two matmuls
 /// instead, one over the columns full-width tiles divide, one over the
 /// rest, each writing its columns of the result (a zero-filled result is
-/// filled per part, so each still starts its tiles from zeros). Returns the
-/// matmuls to schedule: the two parts, or `op` unchanged.
+/// filled per part, so each still starts its tiles from zeros). So is a
+/// causal attention product over a head wider than 16 and not a multiple
+/// of 8 (20 or 28 in the mini sweep, which ran in tiles 4 columns wide):
+/// its first 16 columns, then the rest in one tile across them
+/// (scheduleMatmul). Returns the matmuls to schedule: the parts, or `op`
+/// unchanged.
 SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
                                                     linalg::LinalgOp op,
                                                     int64_t registerColumns) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (!isa<linalg::MatmulOp>(op) || ShapedType::isDynamicShape(ranges) ||
-      op->hasAttr(kCausalAttr) || op->getParentOfType<scf::ForallOp>() ||
-      !op.hasPureTensorSemantics())
+  bool causal = op->hasAttr(kCausalAttr);
+  if (ShapedType::isDynamicShape(ranges) || !op.hasPureTensorSemantics() ||
+      !(causal ? isa<linalg::BatchMatmulOp>(op)
+               : isa<linalg::MatmulOp>(op) &&
+                     !op->getParentOfType<scf::ForallOp>()))
     return {op};
-  int64_t m = ranges[0], n = ranges[1], k = ranges[2];
+  ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
+  int64_t m = mnk[0], n = mnk[1];
   int64_t wide = n / registerColumns * registerColumns, rest = n - wide;
-  // Both parts must take register tiles of at least 8 columns, and the
-  // product enough rows to pack B for (scheduleMatmul's fewRows).
-  if (rest == 0 || wide == 0 || rest % 8 != 0 || m < 8 * 8)
+  if (causal) {
+    wide = n / 16 * 16;
+    rest = n - wide;
+    if (n % 8 == 0 || wide == 0)
+      return {op};
+  } else if (rest == 0 || wide == 0 || rest % 8 != 0 || m < 8 * 8) {
+    // Both parts must take register tiles of at least 8 columns, and the
+    // product enough rows to pack B for (scheduleMatmul's fewRows).
     return {op};
-  bool transposedB = readsBTransposed(op);
+  }
+  // Loop n's position among B's and C's axes (a product may read B
+  // transposed through its indexing map).
+  unsigned nLoop = ranges.size() - 2;
+  auto axisOf = [&](OpOperand *operand) {
+    return *op.getMatchingIndexingMap(operand).getResultPosition(
+        getAffineDimExpr(nLoop, op.getContext()));
+  };
+  OpOperand *bOperand = op.getDpsInputOperand(1);
+  OpOperand *cOperand = op.getDpsInitOperand(0);
+  unsigned bAxis = axisOf(bOperand), cAxis = axisOf(cOperand);
   Location loc = op.getLoc();
-  Value b = op.getDpsInputOperand(1)->get();
-  Value c = op.getDpsInitOperand(0)->get();
+  Value b = bOperand->get(), c = cOperand->get();
+  auto bType = cast<RankedTensorType>(b.getType());
   auto cType = cast<RankedTensorType>(c.getType());
   linalg::FillOp fill = freshFillOf(op);
   rewriter.setInsertionPoint(op);
   Value result = fill ? fill.getDpsInitOperand(0)->get() : c;
   SmallVector<linalg::LinalgOp> parts;
-  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1),
-               kk = rewriter.getIndexAttr(k), mm = rewriter.getIndexAttr(m);
+  // Offsets, sizes and unit strides of `type`'s columns [offset, width)
+  // along `axis`.
+  auto columns = [&](RankedTensorType type, unsigned axis, int64_t offset,
+                     int64_t width) {
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0)),
+        sizes, strides(type.getRank(), rewriter.getIndexAttr(1));
+    for (int64_t extent : type.getShape())
+      sizes.push_back(rewriter.getIndexAttr(extent));
+    offsets[axis] = rewriter.getIndexAttr(offset);
+    sizes[axis] = rewriter.getIndexAttr(width);
+    return std::tuple(offsets, sizes, strides);
+  };
   for (auto [offset, width] : {std::pair(int64_t{0}, wide), {wide, rest}}) {
-    OpFoldResult at = rewriter.getIndexAttr(offset),
-                 w = rewriter.getIndexAttr(width);
-    Value bPart = tensor::ExtractSliceOp::create(
-        rewriter, loc, b,
-        transposedB ? ArrayRef<OpFoldResult>{at, zero}
-                    : ArrayRef<OpFoldResult>{zero, at},
-        transposedB ? ArrayRef<OpFoldResult>{w, kk}
-                    : ArrayRef<OpFoldResult>{kk, w},
-        {one, one});
-    auto partType = RankedTensorType::get({m, width}, cType.getElementType());
+    auto [bOffsets, bSizes, bStrides] = columns(bType, bAxis, offset, width);
+    Value bPart = tensor::ExtractSliceOp::create(rewriter, loc, b, bOffsets,
+                                                 bSizes, bStrides);
+    auto [cOffsets, cSizes, cStrides] = columns(cType, cAxis, offset, width);
+    SmallVector<int64_t> partShape(cType.getShape());
+    partShape[cAxis] = width;
+    auto partType = RankedTensorType::get(partShape, cType.getElementType());
     Value init;
     if (fill)
       init = linalg::FillOp::create(
@@ -553,7 +582,7 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
                  .getResult(0);
     else
       init = tensor::ExtractSliceOp::create(rewriter, loc, partType, c,
-                                            {zero, at}, {mm, w}, {one, one});
+                                            cOffsets, cSizes, cStrides);
     auto part = cast<linalg::LinalgOp>(rewriter.clone(*op));
     rewriter.modifyOpInPlace(part, [&] {
       part.getDpsInputOperand(1)->set(bPart);
@@ -561,9 +590,8 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
       part->getResult(0).setType(partType);
     });
     parts.push_back(part);
-    result =
-        tensor::InsertSliceOp::create(rewriter, loc, part->getResult(0), result,
-                                      {zero, at}, {mm, w}, {one, one});
+    result = tensor::InsertSliceOp::create(rewriter, loc, part->getResult(0),
+                                           result, cOffsets, cSizes, cStrides);
   }
   rewriter.replaceOp(op, result);
   if (fill)
@@ -596,11 +624,12 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   // block's scores only up to each row tile's diagonal, and the tiles skip
   // the rest. Its columns may be a head of d_h not a multiple of 8: below
   // 16, one tile spans the head, each row one vector of d_h lanes (the
-  // mini sweep's 8-block Pre-LN cell, d_h 14, trained 1.24x as fast as in
-  // tiles two columns wide, the largest power of two dividing 14); wider,
-  // it takes register tiles down to one column wide (a tile across a head
-  // of 20 or 28, rows of two vectors, trained 0.57x as fast as tiles 4
-  // wide).
+  // mini sweep's 8-block Pre-LN cell, d_h 14, trained 1.22x as fast as in
+  // tiles two columns wide, the largest power of two dividing 14); wider
+  // heads were split into 16 columns and the rest (splitRemainderColumns:
+  // one tile across a head of 20 or 28, rows of two vectors, trained 0.57x
+  // as fast as tiles 4 wide). Otherwise it takes register tiles down to one
+  // column wide.
   int64_t narrowest = causal ? 1 : 8;
   if (causal && n % 8 != 0 && n < 16)
     rn = n;

@@ -487,6 +487,25 @@ func.func @narrow_head(%p: tensor<2x64x64xf32>, %v: tensor<2x64x14xf32>) -> tens
   return %o : tensor<2x64x14xf32>
 }
 
+// A head of 20: its first 16 columns in 8 x 16 tiles, the last 4 in one
+// 8 x 4 tile, each part writing its columns of the result.
+// CHECK-LABEL: func.func @head_remainder
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [2, 64, 16] [1, 1, 1] : tensor<2x64x20xf32> to tensor<2x64x16xf32>
+// CHECK: vector.contract {{.*}} into vector<1x8x16xf32>
+// CHECK: %[[WIDE:.*]] = tensor.insert_slice %{{.*}}[0, 0, 0] [2, 64, 16] [1, 1, 1] : tensor<2x64x16xf32> into tensor<2x64x20xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 16] [2, 64, 4] [1, 1, 1] : tensor<2x64x20xf32> to tensor<2x64x4xf32>
+// CHECK: vector.contract {{.*}} into vector<1x8x4xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %[[WIDE]][0, 0, 16] [2, 64, 4] [1, 1, 1] : tensor<2x64x4xf32> into tensor<2x64x20xf32>
+func.func @head_remainder(%p: tensor<2x64x64xf32>, %v: tensor<2x64x20xf32>) -> tensor<2x64x20xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x64x20xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%e : tensor<2x64x20xf32>) -> tensor<2x64x20xf32>
+  %o = linalg.batch_matmul {drc.causal = "prefix"}
+      ins(%p, %v : tensor<2x64x64xf32>, tensor<2x64x20xf32>)
+      outs(%o0 : tensor<2x64x20xf32>) -> tensor<2x64x20xf32>
+  return %o : tensor<2x64x20xf32>
+}
+
 // A matmul that starts from zeros starts each register tile from zeros:
 // its 8 x 32 accumulator starts as a zero vector in registers, and C is
 // never filled (no pass over memory before the product writes it, and no

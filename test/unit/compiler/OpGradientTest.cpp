@@ -497,9 +497,9 @@ TEST_CASE("causal_attention gradients match finite differences", "[gradient]") {
 // reference and the gradients finite differences. Heads that are not
 // multiples of 8 (the mini sweep's d_model 56, 80 and 112 with 4 heads
 // have 14, 20 and 28): one of 12 takes one register tile across the head,
-// each row one vector of 12 lanes, one of 20 tiles 4 columns wide; left
-// scalar, their products would read the scores above the diagonal, which
-// the softmax never writes.
+// each row one vector of 12 lanes; one of 20 is split into products over
+// its first 16 columns and its last 4; left scalar, their products would
+// read the scores above the diagonal, which the softmax never writes.
 TEST_CASE("causal_attention skips the masked tiles of long sequences exactly",
           "[gradient]") {
   struct Shape {
