@@ -1107,13 +1107,14 @@ void relaxFloatMath(Operation *root) {
 /// AVX-512 registers.
 constexpr int64_t kMaxVectorRow = 256;
 
-/// A fused region's sum along rows whose length is not a multiple of 16 (a
-/// norm's Σ_c x² or HC's dA = Σ_c h dH' at d_model 56, a DepthBench
-/// width): the summed axis is the innermost loop and each operand reads it
-/// contiguously or not at all. LLVM unrolls such a short row loop whole and
-/// then vectorises across rows instead, gathering every element (HC at
-/// d_model 56 spent a quarter of its fused regions' samples in two such
-/// sums); rows of a multiple of 16 it vectorises along the row.
+/// A fused region's sum along rows whose length is a multiple of 8 but not
+/// of 16, at most kMaxVectorRow (a norm's Σ_c x² or HC's dA = Σ_c h dH' at
+/// d_model 56, a DepthBench width): the summed axis is the innermost loop
+/// and each operand reads it contiguously or not at all. LLVM unrolls such
+/// a short row loop whole and then vectorises across rows instead,
+/// gathering every element (HC at d_model 56 spent a quarter of its fused
+/// regions' samples in two such sums); rows of a multiple of 16 it
+/// vectorises along the row. Other lengths stay LLVM's.
 bool isNarrowRowReduction(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || !op->getParentOfType<scf::ForallOp>())
