@@ -1135,6 +1135,30 @@ bool isNarrowRowReduction(linalg::GenericOp op) {
   });
 }
 
+/// Tiles `op` to one row per iteration (every loop but the innermost at
+/// 1) and vectorises the row: each operand's row one vector, and with
+/// `vectorizeNDExtract` its tensor.extracts contiguous along the row vector
+/// reads. Returns the outermost row loop, or null where the vectoriser
+/// rejects the row (left a loop nest: correct, slower).
+Operation *vectoriseRows(RewriterBase &rewriter, linalg::GenericOp op,
+                         bool vectorizeNDExtract) {
+  SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+  sizes.back() = 0;
+  auto rows = tile(rewriter, op, sizes, /*forall=*/false);
+  if (failed(rows) || rows->tiledOps.size() != 1)
+    return nullptr;
+  Operation *row = rows->tiledOps.front();
+  rewriter.setInsertionPoint(row);
+  if (failed(linalg::vectorizeOpPrecondition(row, {}, {}, vectorizeNDExtract)))
+    return nullptr;
+  auto vectorized =
+      linalg::vectorize(rewriter, row, {}, {}, vectorizeNDExtract);
+  if (failed(vectorized))
+    return nullptr;
+  rewriter.replaceOp(row, vectorized->replacements);
+  return rows->loops.front();
+}
+
 /// Vectorises a narrow row reduction (isNarrowRowReduction) one row at a
 /// time: loops over the other axes, and in each a read of the row as one
 /// vector, the body's arithmetic on it and one vector.reduction of its
@@ -1145,27 +1169,38 @@ bool isNarrowRowReduction(linalg::GenericOp op) {
 void vectoriseRowReduction(RewriterBase &rewriter, linalg::GenericOp op,
                            const FrozenRewritePatternSet &rowSums) {
   relaxFloatMath(op);
-  SmallVector<int64_t> sizes(op.getNumLoops(), 1);
-  sizes.back() = 0;
-  auto rows = tile(rewriter, op, sizes, /*forall=*/false);
-  if (failed(rows) || rows->tiledOps.size() != 1)
+  Operation *loop = vectoriseRows(rewriter, op, /*vectorizeNDExtract=*/false);
+  if (!loop)
     return;
-  Operation *row = rows->tiledOps.front();
-  rewriter.setInsertionPoint(row);
-  if (failed(linalg::vectorizeOpPrecondition(row)))
-    return;
-  auto vectorized = linalg::vectorize(rewriter, row);
-  if (failed(vectorized))
-    return;
-  rewriter.replaceOp(row, vectorized->replacements);
   // Each row's vector.multi_reduction to one vector.reduction, whose lanes
   // may be summed in any order (a tree).
-  Operation *loop = rows->loops.front();
   (void)applyPatternsGreedily(loop, rowSums);
   loop->walk([](vector::ReductionOp sum) {
     sum.setFastmathAttr(arith::FastMathFlagsAttr::get(
         sum.getContext(), sum.getFastmath() | arith::FastMathFlags::reassoc));
   });
+}
+
+/// An elementwise kernel whose innermost loop is shorter than 16 and not a
+/// multiple of 8, reading through tensor.extract at computed indices: RoPE
+/// over a view [N, H, 2, d_h/2] reads each element's partner half and its
+/// position's cos and sin rows so, and at d_h/2 = 7 (d_model 56 with 4
+/// heads) LLVM unrolled the 7-long loop and vectorised across heads, every
+/// read a gather (Pre-LN's busiest kernel at d_model 56).
+bool readsShortRowsAtIndices(linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return op.hasPureTensorSemantics() && op.getNumReductionLoops() == 0 &&
+         !ranges.empty() && !ShapedType::isDynamicShape(ranges) &&
+         ranges.back() < 16 && ranges.back() % 8 != 0 &&
+         !op.getBody()->getOps<tensor::ExtractOp>().empty();
+}
+
+/// Vectorises such a kernel (readsShortRowsAtIndices) one row at a time
+/// (vectoriseRows): its extracts at indices contiguous along the row become
+/// vector reads (linalg's vectoriser proves them contiguous; others would
+/// be gathers).
+void vectoriseShortRows(RewriterBase &rewriter, linalg::GenericOp op) {
+  vectoriseRows(rewriter, op, /*vectorizeNDExtract=*/true);
 }
 
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.
@@ -1452,6 +1487,13 @@ struct CpuTileAndVectorizePass
         return signalPassFailure();
       }
     }
+    SmallVector<linalg::GenericOp> shortRows;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (readsShortRowsAtIndices(op))
+        shortRows.push_back(op);
+    });
+    for (linalg::GenericOp op : shortRows)
+      vectoriseShortRows(rewriter, op);
     RewritePatternSet patterns(&getContext());
     for (RegisteredOperationName op : getContext().getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, &getContext());

@@ -602,3 +602,46 @@ func.func @transpose_squares(%k: tensor<2x64x32xf32>, %small: tensor<2x64x8xf32>
   }
   return %r#0, %r#1 : tensor<2x32x64xf32>, tensor<2x8x64xf32>
 }
+
+// RoPE over half-heads of 7 (d_model 56 with 4 heads): each element reads
+// its partner half and its position's cos and sin through tensor.extract.
+// Each row of 7 becomes one vector, and those reads contiguous vector reads
+// (LLVM had unrolled the 7 and gathered across heads).
+// CHECK-LABEL: func.func @short_rope_rows
+// CHECK: scf.forall
+// CHECK: scf.for
+// CHECK: %[[X:.*]] = vector.transfer_read {{.*}} : tensor<1x1x1x7xf32>, vector<1x1x1x7xf32>
+// CHECK: %[[PARTNER:.*]] = vector.transfer_read %{{.*}} : tensor<2048x4x2x7xf32>, vector<1x1x1x7xf32>
+// CHECK: %[[COS:.*]] = vector.transfer_read %{{.*}} : tensor<128x7xf32>, vector<1x1x1x7xf32>
+// CHECK: arith.mulf %[[X]], %[[COS]] {{.*}}: vector<1x1x1x7xf32>
+// CHECK-NOT: vector.gather
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#rope = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @short_rope_rows(%x: tensor<2048x4x2x7xf32>, %cos: tensor<128x7xf32>, %sin: tensor<128x7xf32>) -> tensor<2048x4x2x7xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %e = tensor.empty() : tensor<2048x4x2x7xf32>
+  %r = linalg.generic {indexing_maps = [#rope, #rope], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2048x4x2x7xf32>) outs(%e : tensor<2048x4x2x7xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = linalg.index 0 : index
+    %h = linalg.index 1 : index
+    %half = linalg.index 2 : index
+    %i = linalg.index 3 : index
+    %pos = arith.remui %t, %c128 : index
+    %first = arith.cmpi eq, %half, %c0 : index
+    %other = arith.subi %c1, %half : index
+    %partner = tensor.extract %x[%t, %h, %other, %i] : tensor<2048x4x2x7xf32>
+    %c = tensor.extract %cos[%pos, %i] : tensor<128x7xf32>
+    %s = tensor.extract %sin[%pos, %i] : tensor<128x7xf32>
+    %a = arith.mulf %in, %c : f32
+    %b = arith.mulf %partner, %s : f32
+    %minus = arith.subf %a, %b : f32
+    %plus = arith.addf %a, %b : f32
+    %y = arith.select %first, %minus, %plus : f32
+    linalg.yield %y : f32
+  } -> tensor<2048x4x2x7xf32>
+  return %r : tensor<2048x4x2x7xf32>
+}

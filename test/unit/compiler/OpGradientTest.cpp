@@ -478,6 +478,38 @@ TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   checkGradients(p);
 }
 
+// Heads of 14, half-heads of 7 (d_model 56 with 4 heads): drc-cpu-tile
+// reads each row of 7 and its partner half and cos/sin rows as vectors
+// (LLVM gathered them across heads). The output equals the scalar
+// reference's rotation, the gradients finite differences.
+TEST_CASE("rope over half-heads of 7 matches the reference", "[gradient]") {
+  const int tokens = 6, width = 28, nHead = 2, seqLen = 3;
+  const double theta = 10.0;
+  CompilerContext ctx;
+  F64Program p = compileOp(
+      ctx, param("x", "6x28"),
+      ref("x", "6x28") +
+          "  %y = drc.rope %x {n_head = 2 : i64, seq_len = 3 : i64, theta = "
+          "10.0 : f64} : (tensor<6x28xf64>) -> tensor<6x28xf64>",
+      tokens, width);
+  const double *x = &p.params[p.model->parameters().find("x")->offset];
+  const int dh = width / nHead;
+  std::vector<double> out(static_cast<size_t>(tokens) * width);
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < nHead; ++h) {
+      std::vector<double> head(x + t * width + h * dh,
+                               x + t * width + (h + 1) * dh);
+      std::vector<double> rotated =
+          drc::reference::rope(head, t % seqLen, theta);
+      std::copy(rotated.begin(), rotated.end(),
+                out.begin() + t * width + h * dh);
+    }
+  double expected = referenceLoss(
+      p, width, [&](int t, int l) { return out[size_t(t) * width + l]; });
+  CHECK(p.loss() == Approx(expected).epsilon(1e-12));
+  checkGradients(p);
+}
+
 TEST_CASE("causal_attention gradients match finite differences", "[gradient]") {
   CompilerContext ctx;
   F64Program p = compileOp(
