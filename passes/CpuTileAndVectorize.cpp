@@ -1186,21 +1186,15 @@ void vectoriseRowReduction(RewriterBase &rewriter, linalg::GenericOp op,
 /// over a view [N, H, 2, d_h/2] reads each element's partner half and its
 /// position's cos and sin rows so, and at d_h/2 = 7 (d_model 56 with 4
 /// heads) LLVM unrolled the 7-long loop and vectorised across heads, every
-/// read a gather (Pre-LN's busiest kernel at d_model 56).
+/// read a gather (Pre-LN's busiest kernel at d_model 56). vectoriseRows
+/// with vectorizeNDExtract takes it one row at a time, those extracts
+/// contiguous vector reads.
 bool readsShortRowsAtIndices(linalg::GenericOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   return op.hasPureTensorSemantics() && op.getNumReductionLoops() == 0 &&
          !ranges.empty() && !ShapedType::isDynamicShape(ranges) &&
          ranges.back() < 16 && ranges.back() % 8 != 0 &&
          !op.getBody()->getOps<tensor::ExtractOp>().empty();
-}
-
-/// Vectorises such a kernel (readsShortRowsAtIndices) one row at a time
-/// (vectoriseRows): its extracts at indices contiguous along the row become
-/// vector reads (linalg's vectoriser proves them contiguous; others would
-/// be gathers).
-void vectoriseShortRows(RewriterBase &rewriter, linalg::GenericOp op) {
-  vectoriseRows(rewriter, op, /*vectorizeNDExtract=*/true);
 }
 
 /// A fill of a static tensor of 64 Ki elements or more: worth threads.
@@ -1464,17 +1458,18 @@ struct CpuTileAndVectorizePass
     FlatArithmetic flat(&getContext());
     for (linalg::GenericOp op : small)
       vectoriseSmallElementwise(rewriter, op, flat);
-    SmallVector<linalg::GenericOp> narrowRows;
-    getOperation().walk([&](linalg::GenericOp op) {
-      if (isNarrowRowReduction(op))
-        narrowRows.push_back(op);
-    });
+    // Rows the vectoriser rejects stay loop nests (correct), not failures.
     RewritePatternSet rowSumPatterns(&getContext());
     vector::populateVectorMultiReductionLoweringPatterns(
         rowSumPatterns, vector::VectorMultiReductionLowering::InnerReduction);
     FrozenRewritePatternSet rowSums(std::move(rowSumPatterns));
-    for (linalg::GenericOp op : narrowRows)
-      vectoriseRowReduction(rewriter, op, rowSums);
+    (void)scheduleEach(
+        rewriter, isNarrowRowReduction,
+        [&](RewriterBase &r, linalg::GenericOp op) {
+          vectoriseRowReduction(r, op, rowSums);
+          return success();
+        },
+        "");
     // Kernels outside fused regions.
     SmallVector<linalg::GenericOp> generics;
     for (auto generic : getOperation().getBody().getOps<linalg::GenericOp>())
@@ -1487,13 +1482,13 @@ struct CpuTileAndVectorizePass
         return signalPassFailure();
       }
     }
-    SmallVector<linalg::GenericOp> shortRows;
-    getOperation().walk([&](linalg::GenericOp op) {
-      if (readsShortRowsAtIndices(op))
-        shortRows.push_back(op);
-    });
-    for (linalg::GenericOp op : shortRows)
-      vectoriseShortRows(rewriter, op);
+    (void)scheduleEach(
+        rewriter, readsShortRowsAtIndices,
+        [](RewriterBase &r, linalg::GenericOp op) {
+          vectoriseRows(r, op, /*vectorizeNDExtract=*/true);
+          return success();
+        },
+        "");
     RewritePatternSet patterns(&getContext());
     for (RegisteredOperationName op : getContext().getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, &getContext());

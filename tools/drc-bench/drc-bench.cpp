@@ -74,31 +74,22 @@ std::string roughDuration(double seconds) {
   return text;
 }
 
-constexpr const char *kToDo = "to do";
-
-/// Where `cell` stands in the sweep directory `out`: "done" with its loss
-/// and training time (`record`, its results.jsonl record), "at step S" when
-/// its run directory holds a checkpoint (a start resumes there), or "to do".
-std::string cellStatus(const drc::SweepCell &cell, const drc::JsonValue *record,
-                       const std::filesystem::path &out) {
-  char text[96];
-  if (record) {
-    std::snprintf(text, sizeof text, "done: val_loss %.4f, %s",
-                  record->find("val_loss")->asDouble(),
-                  roughDuration(record->find("wall_s")->asDouble()).c_str());
-    return text;
-  }
+/// The training step of the checkpoint in `cell`'s run directory under the
+/// sweep directory `out` (where the next start resumes it), or none when it
+/// has no checkpoint.
+std::optional<std::string> checkpointStep(const drc::SweepCell &cell,
+                                          const std::filesystem::path &out) {
   std::filesystem::path checkpoint =
       drc::checkpointPath(out / "cells" / cell.id);
   if (!std::filesystem::exists(checkpoint))
-    return kToDo;
+    return std::nullopt;
   drc::SafetensorsFile file(checkpoint.string());
   auto step = file.metadata().find("step");
   if (step == file.metadata().end())
     throw drc::InputError(checkpoint.string() +
                           " has no training step in its metadata: not a "
                           "drc-train checkpoint");
-  return "at step " + step->second;
+  return step->second;
 }
 
 /// The cells, and with `out` (a sweep directory, which may not exist yet)
@@ -121,14 +112,26 @@ void printPlan(const drc::SweepSpec &sweep,
   size_t done = 0, started = 0;
   double trained = 0;
   for (const drc::SweepCell &c : cells) {
+    // Where the cell stands: done (its results.jsonl record), started (a
+    // checkpoint) or to do.
     std::string status;
-    if (out) {
-      const drc::JsonValue *record = results->find(c);
-      std::string state = cellStatus(c, record, *out);
-      status = "  " + state;
-      done += record != nullptr;
-      started += !record && state != kToDo;
-      trained += record ? record->find("wall_s")->asDouble() : 0;
+    const drc::JsonValue *record = out ? results->find(c) : nullptr;
+    std::optional<std::string> step =
+        out && !record ? checkpointStep(c, *out) : std::nullopt;
+    if (record) {
+      double seconds = record->find("wall_s")->asDouble();
+      char text[96];
+      std::snprintf(text, sizeof text, "  done: val_loss %.4f, %s",
+                    record->find("val_loss")->asDouble(),
+                    roughDuration(seconds).c_str());
+      status = text;
+      ++done;
+      trained += seconds;
+    } else if (step) {
+      status = "  at step " + *step;
+      ++started;
+    } else if (out) {
+      status = "  to do";
     }
     std::printf("%-28s %8lld %8lld %8.1f %12lld %+7.2f%% %10lld %10g %6llu%s\n",
                 c.id.c_str(), static_cast<long long>(c.nLayer),
