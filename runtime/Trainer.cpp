@@ -19,6 +19,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <memory>
 #include <vector>
 
 namespace drc {
@@ -87,6 +90,22 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 int64_t faultStep(const char *name) {
   const char *value = std::getenv(name);
   return value ? std::atoll(value) : -1;
+}
+
+/// DRC_STEP_TIMES=FILE: one line per optimizer step, its number, when it
+/// began in seconds of CLOCK_MONOTONIC (std::chrono::steady_clock; the
+/// clock of `perf record -k 1`) and how long it took, so that a profile can
+/// tell the steps apart from the compile, the evaluations and the first
+/// step's page faults (bench/cpu-profile). Written as the steps run.
+std::unique_ptr<std::ofstream> openStepTimes() {
+  const char *path = std::getenv("DRC_STEP_TIMES");
+  if (!path || !*path)
+    return nullptr;
+  auto file = std::make_unique<std::ofstream>(path);
+  if (!*file)
+    throw InputError(std::string("DRC_STEP_TIMES: cannot write ") + path);
+  *file << "step\tbegan_s\tseconds\n";
+  return file;
 }
 
 /// The checkpoint's record of the schedule; a resume under another one
@@ -198,16 +217,23 @@ TrainSummary train(ModelProgram &program, const ModelSpec &spec,
   // evaluation), with a checkpoint of that step.
   InterruptRequests interrupts;
   TrainSummary summary;
+  std::unique_ptr<std::ofstream> stepTimes = openStepTimes();
   for (int64_t step = start; step < options.steps; ++step) {
     sampler.trainBatch(options.seed, step, inputs.data(), targets.data());
     double lr = schedule.at(step);
     auto stepBegan = std::chrono::steady_clock::now();
     StepResult r = program.trainStep(buffers, inputs.data(), targets.data(),
                                      static_cast<float>(lr), step + 1);
+    double seconds = secondsSince(stepBegan);
     if (trained++ > 0 || options.steps - start == 1) {
-      stepSeconds.push_back(secondsSince(stepBegan));
-      trainSeconds += stepSeconds.back();
+      stepSeconds.push_back(seconds);
+      trainSeconds += seconds;
     }
+    if (stepTimes)
+      *stepTimes
+          << step + 1 << '\t' << std::fixed << std::setprecision(6)
+          << std::chrono::duration<double>(stepBegan.time_since_epoch()).count()
+          << '\t' << seconds << std::endl;
     if (!std::isfinite(r.loss))
       throw Error("training diverged at step " + std::to_string(step + 1) +
                   " (loss " + std::to_string(r.loss) + "); " +
