@@ -502,10 +502,14 @@ struct OverwriteFill : OpRewritePattern<vector::TransferWriteOp> {
 /// SwiGLU width of 688 = 21 x 32 + 16, in its up projections and their
 /// weight gradient) ran every column in the narrower tile that does: 8 x 16
 /// takes nine loads (eight broadcasts of A, one row of B) per eight FMAs,
-/// and the loads, not the FMAs, set its pace. It is split into two matmuls
-/// instead, one over the columns full-width tiles divide, one over the
-/// rest, each writing its columns of the result (a zero-filled result is
-/// filled per part, so each still starts its tiles from zeros). So is a
+/// and the loads, not the FMAs, set its pace. It is split into matmuls
+/// instead, one over the columns full-width tiles divide, then one over
+/// each half of that width down to 8 that the rest holds (d_model 56 =
+/// 32 + 16 + 8, whose weight gradients ran in 8 x 8 tiles: 56 x 56 over
+/// 2048 tokens was 6.7% of the mini sweep's HC L8 step), each writing its
+/// columns of the result (a zero-filled result is filled per part, so each
+/// still starts its tiles from zeros); every result element sums the same
+/// products in the same order as before. So is a
 /// causal attention product over a head wider than 16 and not a multiple
 /// of 8 (20 or 28 in the mini sweep, which ran in tiles 4 columns wide):
 /// its first 16 columns, then the rest in one tile across them
@@ -523,16 +527,28 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
     return {op};
   ArrayRef<int64_t> mnk = ArrayRef<int64_t>(ranges).take_back(3);
   int64_t m = mnk[0], n = mnk[1];
-  int64_t wide = n / registerColumns * registerColumns, rest = n - wide;
+  // (offset, width) of each part's columns.
+  SmallVector<std::pair<int64_t, int64_t>> pieces;
   if (causal) {
-    wide = n / 16 * 16;
-    rest = n - wide;
+    int64_t wide = n / 16 * 16;
     if (n % 8 == 0 || wide == 0)
       return {op};
-  } else if (rest == 0 || wide == 0 || rest % 8 != 0 || m < 8 * 8) {
-    // Both parts must take register tiles of at least 8 columns, and the
-    // product enough rows to pack B for (scheduleMatmul's fewRows).
-    return {op};
+    pieces = {{0, wide}, {wide, n - wide}};
+  } else {
+    // The columns full-width tiles divide, then halves of that width down
+    // to 8 (56 = 32 + 16 + 8), each part taking register tiles as wide as
+    // itself. The product needs two row tiles at least, so that threads can
+    // split its rows where a part's columns are one tile wide (fewRows).
+    if (n % 8 != 0 || n % registerColumns == 0 || m < 16)
+      return {op};
+    for (int64_t width = registerColumns, offset = 0; width >= 8; width /= 2) {
+      int64_t part = (n - offset) / width * width;
+      if (part)
+        pieces.push_back({offset, part});
+      offset += part;
+    }
+    if (pieces.size() < 2)
+      return {op};
   }
   // Loop n's position among B's and C's axes (a product may read B
   // transposed through its indexing map).
@@ -564,7 +580,7 @@ SmallVector<linalg::LinalgOp> splitRemainderColumns(RewriterBase &rewriter,
     sizes[axis] = rewriter.getIndexAttr(width);
     return std::tuple(offsets, sizes, strides);
   };
-  for (auto [offset, width] : {std::pair(int64_t{0}, wide), {wide, rest}}) {
+  for (auto [offset, width] : pieces) {
     auto [bOffsets, bSizes, bStrides] = columns(bType, bAxis, offset, width);
     Value bPart = tensor::ExtractSliceOp::create(rewriter, loc, b, bOffsets,
                                                  bSizes, bStrides);
@@ -667,8 +683,12 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   SmallVector<int64_t> threadTile = batched   ? sizes(1, 0, 0, 0)
                                     : fewRows ? sizes(0, 0, tn, 0)
                                               : sizes(0, tm, 0, 0);
+  // With few rows, threads split the columns; where the columns are one
+  // register tile wide (a part of splitRemainderColumns), the rows.
+  if (!batched && fewRows && n / tn == 1)
+    threadTile = sizes(0, rm, 0, 0);
   if (threads && (batched   ? ranges[0] > 1
-                  : fewRows ? n / tn > 1
+                  : fewRows ? (n / tn > 1 || m / rm > 1)
                             : m / tm > 1)) {
     auto threads = tile(rewriter, current, threadTile, /*forall=*/true);
     if (failed(threads))

@@ -165,6 +165,36 @@ func.func @remainder_rows_of_transposed_b(%x: tensor<2048x256xf32>, %w: tensor<6
   return %r : tensor<2048x688xf32>
 }
 
+// A 56 x 56 weight's gradient over 2048 tokens (the mini sweep's d_model
+// 56): 56 = 32 + 16 + 8 columns, each part in register tiles as wide as
+// itself (not all 56 in 8 x 8 tiles); with 56 rows B is read in place, and
+// as each part is one tile wide, threads split its rows.
+// CHECK-LABEL: func.func @weight_gradient_56
+// CHECK-SAME: (%[[X:.*]]: tensor<2048x56xf32>, %[[DY:.*]]: tensor<2048x56xf32>)
+// CHECK: %[[WHOLE:.*]] = tensor.empty() : tensor<56x56xf32>
+// CHECK: tensor.extract_slice %[[DY]][0, 0] [2048, 32] [1, 1]
+// CHECK: scf.forall (%{{.*}}) = (0) to (56) step (8)
+// CHECK: vector.contract {{.*}} into vector<8x32xf32>
+// CHECK: %[[LEFT:.*]] = tensor.insert_slice %{{.*}} into %[[WHOLE]][0, 0] [56, 32] [1, 1]
+// CHECK: tensor.extract_slice %[[DY]][0, 32] [2048, 16] [1, 1]
+// CHECK: scf.forall (%{{.*}}) = (0) to (56) step (8)
+// CHECK: vector.contract {{.*}} into vector<8x16xf32>
+// CHECK: %[[MIDDLE:.*]] = tensor.insert_slice %{{.*}} into %[[LEFT]][0, 32] [56, 16] [1, 1]
+// CHECK: tensor.extract_slice %[[DY]][0, 48] [2048, 8] [1, 1]
+// CHECK: scf.forall (%{{.*}}) = (0) to (56) step (8)
+// CHECK: vector.contract {{.*}} into vector<8x8xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %[[MIDDLE]][0, 48] [56, 8] [1, 1]
+#km = affine_map<(m, n, k) -> (k, m)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+func.func @weight_gradient_56(%x: tensor<2048x56xf32>, %dy: tensor<2048x56xf32>) -> tensor<56x56xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<56x56xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<56x56xf32>) -> tensor<56x56xf32>
+  %r = linalg.matmul indexing_maps = [#km, #kn, #mn] ins(%x, %dy : tensor<2048x56xf32>, tensor<2048x56xf32>)
+      outs(%c : tensor<56x56xf32>) -> tensor<56x56xf32>
+  return %r : tensor<56x56xf32>
+}
+
 // Zeroing attention scores (2M elements) is threaded; a small fill is not.
 // CHECK-LABEL: func.func @fills
 // CHECK: scf.forall (%{{.*}}) = (0) to (32) step (4) shared_outs(%{{.*}}) -> (tensor<32x256x256xf32>)
