@@ -680,16 +680,18 @@ LogicalResult scheduleMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   int64_t tm = dividing(m, {64, 32, 16, 8, 4, 2});
   int64_t tn = n / 8 % rn == 0 ? n / 8 : rn;
   bool threads = !op->getParentOfType<scf::ForallOp>();
-  SmallVector<int64_t> threadTile = batched   ? sizes(1, 0, 0, 0)
-                                    : fewRows ? sizes(0, 0, tn, 0)
-                                              : sizes(0, tm, 0, 0);
-  // With few rows, threads split the columns; where the columns are one
-  // register tile wide (a part of splitRemainderColumns), the rows.
-  if (!batched && fewRows && n / tn == 1)
-    threadTile = sizes(0, rm, 0, 0);
-  if (threads && (batched   ? ranges[0] > 1
-                  : fewRows ? (n / tn > 1 || m / rm > 1)
-                            : m / tm > 1)) {
+  // Threads split the batch, else the row blocks; with few rows the
+  // columns, unless they are one register tile wide (a part of
+  // splitRemainderColumns), then the row tiles.
+  bool splitColumns = !batched && fewRows && n / tn > 1;
+  int64_t rowBlock = fewRows ? rm : tm;
+  SmallVector<int64_t> threadTile = batched        ? sizes(1, 0, 0, 0)
+                                    : splitColumns ? sizes(0, 0, tn, 0)
+                                                   : sizes(0, rowBlock, 0, 0);
+  int64_t threadPieces = batched        ? ranges[0]
+                         : splitColumns ? n / tn
+                                        : m / rowBlock;
+  if (threads && threadPieces > 1) {
     auto threads = tile(rewriter, current, threadTile, /*forall=*/true);
     if (failed(threads))
       return failure();

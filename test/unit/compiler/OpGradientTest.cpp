@@ -467,14 +467,25 @@ TEST_CASE("normed_linear gradients match finite differences", "[gradient]") {
   checkGradients(p);
 }
 
+/// drc.rope over a parameter x [6, width]: 2 heads, sequences of 3 tokens,
+/// theta 10, its output the logits over `width` classes.
+constexpr int kRopeTokens = 6, kRopeHeads = 2, kRopeSeqLen = 3;
+constexpr double kRopeTheta = 10.0;
+static F64Program compileRope(CompilerContext &ctx, int width) {
+  std::string shape = std::to_string(kRopeTokens) + "x" + std::to_string(width);
+  std::string type = "tensor<" + shape + "xf64>";
+  return compileOp(ctx, param("x", shape),
+                   ref("x", shape) + "  %y = drc.rope %x {n_head = " +
+                       std::to_string(kRopeHeads) +
+                       " : i64, seq_len = " + std::to_string(kRopeSeqLen) +
+                       " : i64, theta = " + std::to_string(kRopeTheta) +
+                       " : f64} : (" + type + ") -> " + type,
+                   kRopeTokens, width);
+}
+
 TEST_CASE("rope gradient matches finite differences", "[gradient]") {
   CompilerContext ctx;
-  F64Program p = compileOp(
-      ctx, param("x", "6x8"),
-      ref("x", "6x8") +
-          "  %y = drc.rope %x {n_head = 2 : i64, seq_len = 3 : i64, theta = "
-          "10.0 : f64} : (tensor<6x8xf64>) -> tensor<6x8xf64>",
-      6, 8);
+  F64Program p = compileRope(ctx, 8);
   checkGradients(p);
 }
 
@@ -483,15 +494,11 @@ TEST_CASE("rope gradient matches finite differences", "[gradient]") {
 // (LLVM gathered them across heads). The output equals the scalar
 // reference's rotation, the gradients finite differences.
 TEST_CASE("rope over half-heads of 7 matches the reference", "[gradient]") {
-  const int tokens = 6, width = 28, nHead = 2, seqLen = 3;
-  const double theta = 10.0;
+  const int tokens = kRopeTokens, width = 28, nHead = kRopeHeads,
+            seqLen = kRopeSeqLen;
+  const double theta = kRopeTheta;
   CompilerContext ctx;
-  F64Program p = compileOp(
-      ctx, param("x", "6x28"),
-      ref("x", "6x28") +
-          "  %y = drc.rope %x {n_head = 2 : i64, seq_len = 3 : i64, theta = "
-          "10.0 : f64} : (tensor<6x28xf64>) -> tensor<6x28xf64>",
-      tokens, width);
+  F64Program p = compileRope(ctx, width);
   const double *x = &p.params[p.model->parameters().find("x")->offset];
   const int dh = width / nHead;
   std::vector<double> out(static_cast<size_t>(tokens) * width);
