@@ -2002,6 +2002,13 @@ void lowerFused(IRRewriter &rewriter, FusedOp op,
   Block &body = op.getBody().front();
   auto yield = cast<YieldOp>(body.getTerminator());
   SmallVector<Value> tiles(yield.getValues());
+  // A result that is an input's tile as it is (a probe's chain function
+  // returns the state it starts from through an identity view) is that
+  // tile's slice: the block argument goes with the block.
+  for (Value &value : tiles)
+    if (auto argument = dyn_cast<BlockArgument>(value);
+        argument && argument.getOwner() == &body)
+      value = arguments[argument.getArgNumber()];
   rewriter.eraseOp(yield);
   rewriter.inlineBlockBefore(&body, terminator, arguments);
   rewriter.setInsertionPointToStart(

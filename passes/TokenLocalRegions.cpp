@@ -91,14 +91,20 @@ bool mlir::drc::isBankAppend(Operation *op) {
 TokenAnalysis mlir::drc::analyseTokens(func::FuncOp fn) {
   TokenAnalysis a;
   Block &body = fn.getBody().front();
-  for (BlockArgument arg : body.getArguments()) {
+  auto isTokens = [](BlockArgument arg) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    bool isTokens =
-        type && type.getRank() == 1 && type.getElementType().isInteger(32);
-    if (isTokens)
-      a.tokens = type.getDimSize(0);
-    a.rows[arg] = isTokens ? Rows::PerToken : Rows::Shared;
-  }
+    return type && type.getRank() == 1 && type.getElementType().isInteger(32);
+  };
+  for (BlockArgument arg : body.getArguments())
+    if (isTokens(arg))
+      a.tokens = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+  // Parameters are drc.param_ref ops, so an argument with a row per token
+  // is per-token data: the state a probe program's chain function starts
+  // from (its depth bank, its streams).
+  for (BlockArgument arg : body.getArguments())
+    a.rows[arg] = isTokens(arg) || (a.tokens && a.leadingTokens(arg))
+                      ? Rows::PerToken
+                      : Rows::Shared;
   for (Operation &op : body) {
     bool shared = llvm::all_of(
         op.getOperands(), [&](Value v) { return a.of(v) == Rows::Shared; });
