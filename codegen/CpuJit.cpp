@@ -8,6 +8,7 @@
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -355,9 +356,14 @@ CpuJit::create(ModuleOp program, EntryShapes shapes, bool gpuLoops) {
       programCache.load();
   bool fromCache = !objects.empty();
   if (!fromCache) {
+    // Verified once, at the end: verifying the whole module after each of
+    // the pipeline's passes took a quarter of its time (HC L8 at d_model 56:
+    // 4.0 s against 3.0 s). drc-opt --drc-cpu-codegen, which the lit tests
+    // run, still verifies after every pass.
     PassManager codegen(program.getContext());
+    codegen.enableVerifier(false);
     buildCpuCodegenPipeline(codegen, gpuLoops);
-    if (failed(codegen.run(program)))
+    if (failed(codegen.run(program)) || failed(verify(program)))
       return failure();
     registerBuiltinDialectTranslation(*program.getContext());
     registerLLVMDialectTranslation(*program.getContext());
