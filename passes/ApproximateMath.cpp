@@ -21,7 +21,15 @@ struct ApproximateMathPass
     populateMathPolynomialApproximationPatterns(patterns, [](StringRef op) {
       return op == math::ExpOp::getOperationName();
     });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Only the exps change: no folding, constant CSE or region
+    // simplification of the rest of the function (which the driver would
+    // otherwise do on every iteration, over the whole train step; the
+    // canonicalizations after bufferization do it once).
+    GreedyRewriteConfig config;
+    config.enableFolding(false).enableConstantCSE(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
   }
 };
