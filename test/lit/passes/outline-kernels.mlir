@@ -65,3 +65,36 @@ func.func @loss(%x: memref<64xf32>, %y: memref<64xf32>) {
   }
   return
 }
+
+// Kernels that differ only in an attribute (here the constant each defines)
+// stay apart; a third like the first calls it.
+// CHECK-LABEL: func.func private @probe_kernel0(
+// CHECK: arith.constant 2.000000e+00
+// CHECK-LABEL: func.func private @probe_kernel1(
+// CHECK: arith.constant 4.000000e+00
+// CHECK-NOT: func.func private @probe_kernel2(
+// CHECK-LABEL: func.func @probe(
+// CHECK-NEXT: call @probe_kernel0(
+// CHECK-NEXT: call @probe_kernel1(
+// CHECK-NEXT: call @probe_kernel0(
+func.func @probe(%x: memref<64xf32>) {
+  scf.forall (%t) in (4) {
+    %c = arith.constant 2.0 : f32
+    %o = arith.muli %t, %t : index
+    %xs = memref.subview %x[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%c : f32) outs(%xs : memref<16xf32, strided<[1], offset: ?>>)
+  }
+  scf.forall (%t) in (4) {
+    %c = arith.constant 4.0 : f32
+    %o = arith.muli %t, %t : index
+    %xs = memref.subview %x[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%c : f32) outs(%xs : memref<16xf32, strided<[1], offset: ?>>)
+  }
+  scf.forall (%t) in (4) {
+    %c = arith.constant 2.0 : f32
+    %o = arith.muli %t, %t : index
+    %xs = memref.subview %x[%o] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%c : f32) outs(%xs : memref<16xf32, strided<[1], offset: ?>>)
+  }
+  return
+}
