@@ -3,7 +3,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::drc {
 #define GEN_PASS_DEF_APPROXIMATEMATH
@@ -21,16 +21,11 @@ struct ApproximateMathPass
     populateMathPolynomialApproximationPatterns(patterns, [](StringRef op) {
       return op == math::ExpOp::getOperationName();
     });
-    // Only the exps change: no folding, constant CSE or region
-    // simplification of the rest of the function (which the driver would
-    // otherwise do on every iteration, over the whole train step; the
-    // canonicalizations after bufferization do it once).
-    GreedyRewriteConfig config;
-    config.enableFolding(false).enableConstantCSE(false);
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
-      return signalPassFailure();
+    // One walk: only the exps change (the greedy driver also folded and
+    // simplified the rest of the function, the whole train step, on each
+    // of its iterations; the canonicalizations after bufferization do that
+    // once).
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 

@@ -51,17 +51,14 @@ private:
     });
     return h;
   }
+  /// Whether `a` and `b` are the same op under one name.
   static bool same(func::FuncOp a, func::FuncOp b) {
-    return a.getFunctionType() == b.getFunctionType() &&
-           a.getArgAttrsAttr() == b.getArgAttrsAttr() &&
-           a.getResAttrsAttr() == b.getResAttrsAttr() &&
-           a.getNoInline() == b.getNoInline() &&
-           a.getSymVisibilityAttr() == b.getSymVisibilityAttr() &&
-           a->getDiscardableAttrDictionary() ==
-               b->getDiscardableAttrDictionary() &&
-           OperationEquivalence::isRegionEquivalentTo(
-               &a.getBody(), &b.getBody(),
-               OperationEquivalence::IgnoreLocations);
+    StringAttr name = b.getSymNameAttr();
+    b.setSymNameAttr(a.getSymNameAttr());
+    bool equal = OperationEquivalence::isEquivalentTo(
+        a, b, OperationEquivalence::IgnoreLocations);
+    b.setSymNameAttr(name);
+    return equal;
   }
   DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> buckets;
 };
